@@ -1,0 +1,50 @@
+"""The ``edgepart`` command line: a thin layer over the Python API.
+
+Each subcommand lives in its own module ``edgepart/cli/<name>.py`` that defines
+``register(subparsers)``; modules are discovered by file name, so adding a command never edits a
+shared list. Handlers parse arguments, call the API, and format results. Any
+:class:`~edgepart.errors.EdgepartError` becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from edgepart.errors import EdgepartError
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="edgepart",
+        description="Partition, plan, run and measure TFLite models on heterogeneous edge devices.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = args.func(args)
+    except EdgepartError as err:
+        print(f"edgepart: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("edgepart: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(status or 0)

@@ -1,0 +1,385 @@
+"""Write IR models as ``.tflite`` flatbuffers.
+
+The encoder is driven by the generated schema tables, so every field the reader decodes is
+written back (``write_model(read_model(f))`` is the same model). Output is deterministic: the
+same model gives byte-identical bytes.
+
+Models whose flatbuffer would exceed 2 GB (flatbuffers use 32-bit offsets) are written in the
+*offset-buffer* layout: constant data is appended after the flatbuffer, 16-byte aligned, and each
+``Buffer`` holds its absolute ``offset`` and ``size``. ``offset_buffers=True`` forces that layout
+for smaller models, so it can be tested.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import flatbuffers
+import numpy as np
+
+from edgepart._io import atomic_write
+from edgepart.errors import ModelFormatError
+from edgepart.ir.graph import Model, Subgraph
+from edgepart.ir.values import OpCode, Options, Quantization, Sparsity
+from edgepart.tflite import opnames
+from edgepart.tflite._schema import ENUMS, TABLES
+
+__all__ = ["save_model", "write_model"]
+
+FILE_IDENTIFIER = b"TFL3"
+# Flatbuffers address with signed 32-bit offsets; stay clear of the limit.
+FLATBUFFER_LIMIT = 2**31 - 2**24
+_ALIGN = 16
+
+_ENUM_CODES = {name: {v: k for k, v in members.items()} for name, members in ENUMS.items()}
+_NP = {
+    "bool": "<u1",
+    "int8": "<i1",
+    "uint8": "<u1",
+    "int16": "<i2",
+    "uint16": "<u2",
+    "int32": "<i4",
+    "uint32": "<u4",
+    "int64": "<i8",
+    "uint64": "<u8",
+    "float32": "<f4",
+    "float64": "<f8",
+}
+_PREPEND = {
+    "bool": "PrependBoolSlot",
+    "int8": "PrependInt8Slot",
+    "uint8": "PrependUint8Slot",
+    "utype": "PrependUint8Slot",
+    "int16": "PrependInt16Slot",
+    "uint16": "PrependUint16Slot",
+    "int32": "PrependInt32Slot",
+    "uint32": "PrependUint32Slot",
+    "int64": "PrependInt64Slot",
+    "uint64": "PrependUint64Slot",
+    "float32": "PrependFloat32Slot",
+    "float64": "PrependFloat64Slot",
+}
+
+
+def save_model(model: Model, path: str | os.PathLike[str], **kwargs: Any) -> None:
+    """Write ``model`` to ``path`` atomically (see :func:`write_model` for options)."""
+    atomic_write(path, write_model(model, **kwargs))
+
+
+def write_model(model: Model, *, offset_buffers: bool | None = None) -> bytes:
+    """Serialize ``model`` to ``.tflite`` bytes.
+
+    Parameters
+    ----------
+    model
+        The model to write.
+    offset_buffers
+        ``True`` stores constant data after the flatbuffer (the >2 GB layout), ``False``
+        inline; ``None`` (default) chooses inline unless the result would not fit in 2 GB.
+    """
+    const_bytes = int(model.buffers.length.sum())
+    if offset_buffers is None:
+        offset_buffers = const_bytes > FLATBUFFER_LIMIT // 2
+    if not offset_buffers:
+        if const_bytes > FLATBUFFER_LIMIT:
+            raise ModelFormatError(
+                f"{model.source or 'model'}: {const_bytes} bytes of constants do not fit an "
+                "inline flatbuffer; write with offset_buffers=True"
+            )
+        return bytes(_Writer(model, None).build())
+    outside = _outside_buffers(model)
+    # Pass 1 with placeholder offsets sizes the flatbuffer: uint64 fields have a fixed width,
+    # so the real offsets written in pass 2 do not change the layout.
+    placeholder = {i: (2, max(1, int(model.buffers.length[i]))) for i in outside}
+    size = len(_Writer(model, placeholder).build())
+    layout: dict[int, tuple[int, int]] = {}
+    cursor = _round_up(size, _ALIGN)
+    for i in outside:
+        n = int(model.buffers.length[i])
+        layout[i] = (cursor, n)
+        cursor = _round_up(cursor + n, _ALIGN)
+    head = _Writer(model, layout).build()
+    if len(head) != size:
+        raise AssertionError("offset-buffer layout changed size between passes")
+    out = bytearray(cursor + _ALIGN)  # 16 trailing zero bytes, as the converter writes
+    out[: len(head)] = head
+    for i, (off, n) in layout.items():
+        out[off : off + n] = model.buffers.data(i).tobytes()
+    return bytes(out)
+
+
+def _outside_buffers(model: Model) -> list[int]:
+    """Buffers stored after the flatbuffer: tensor data, not metadata (read inline by LiteRT)."""
+    meta = {m.buffer for m in model.metadata} | set((model.extra or {}).get("metadata_buffer", ()))
+    return [i for i in range(len(model.buffers)) if model.buffers.length[i] > 0 and i not in meta]
+
+
+def _round_up(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+class _Writer:
+    """One serialization pass; ``layout`` maps buffer index to (offset, size) if outside."""
+
+    def __init__(self, model: Model, layout: Mapping[int, tuple[int, int]] | None) -> None:
+        self.m = model
+        self.layout = layout
+        inline = int(model.buffers.length.sum()) if layout is None else 0
+        self.b = flatbuffers.Builder(max(1024, inline + 4096 * (1 + len(model.buffers))))
+
+    def build(self) -> bytearray:
+        m, b = self.m, self.b
+        buffers = [self.buffer(i) for i in range(len(m.buffers))]
+        subgraphs = [self.subgraph(sg) for sg in m.subgraphs]
+        codes = [self.opcode(c) for c in m.opcodes]
+        fields: dict[str, Any] = {
+            "version": m.version,
+            "operator_codes": _Offsets(codes),
+            "subgraphs": _Offsets(subgraphs),
+            "buffers": _Offsets(buffers),
+            "metadata": [{"name": md.name, "buffer": md.buffer} for md in m.metadata],
+            "signature_defs": [
+                {
+                    "signature_key": s.key,
+                    "subgraph_index": s.subgraph,
+                    "inputs": [{"name": k, "tensor_index": v} for k, v in s.inputs],
+                    "outputs": [{"name": k, "tensor_index": v} for k, v in s.outputs],
+                }
+                for s in m.signature_defs
+            ],
+        }
+        if m.description is not None:
+            fields["description"] = m.description
+        extra = m.extra or {}
+        if "metadata_buffer" in extra:
+            fields["metadata_buffer"] = list(extra["metadata_buffer"])
+        root = self.table("Model", fields)
+        b.Finish(root, file_identifier=FILE_IDENTIFIER)
+        out: bytearray = b.Output()
+        return out
+
+    # ------------------------------------------------------------------ model parts
+    def buffer(self, i: int) -> int:
+        b = self.b
+        n = int(self.m.buffers.length[i])
+        if self.layout is not None and i in self.layout:
+            off, size = self.layout[i]
+            return self.table("Buffer", {"offset": off, "size": size})
+        if n == 0:
+            return self.table("Buffer", {})
+        data = self.m.buffers.data(i)
+        b.StartVector(1, n, _ALIGN)
+        b.head = b.head - n
+        b.Bytes[b.head : b.head + n] = data.tobytes()
+        vec = b.EndVector()
+        return self.table("Buffer", {"data": _Offset(vec)})
+
+    def opcode(self, c: OpCode) -> int:
+        fields: dict[str, Any] = {
+            "deprecated_builtin_code": min(c.builtin, opnames.PLACEHOLDER_FOR_GREATER_OP_CODES),
+            "builtin_code": c.builtin,
+            "version": c.version,
+        }
+        if c.custom_code is not None:
+            fields["custom_code"] = c.custom_code
+        return self.table("OperatorCode", fields)
+
+    def subgraph(self, sg: Subgraph) -> int:
+        tensors = [self.tensor(sg, i) for i in range(sg.num_tensors)]
+        ops = [self.operator(sg, i) for i in range(sg.num_ops)]
+        fields: dict[str, Any] = {
+            "tensors": _Offsets(tensors),
+            "inputs": _Array(sg.inputs, "int32"),
+            "outputs": _Array(sg.outputs, "int32"),
+            "operators": _Offsets(ops),
+        }
+        if sg.name is not None:
+            fields["name"] = sg.name
+        if sg.debug_metadata_index != -1:
+            fields["debug_metadata_index"] = sg.debug_metadata_index
+        return self.table("SubGraph", fields)
+
+    def tensor(self, sg: Subgraph, i: int) -> int:
+        fields: dict[str, Any] = {
+            "shape": _Array(sg.tensor_shape.row(i), "int32"),
+            "type": int(sg.tensor_dtype[i]),
+            "buffer": int(sg.tensor_buffer[i]),
+            "name": sg.tensor_names[i],
+            "is_variable": bool(sg.tensor_is_variable[i]),
+            "has_rank": bool(sg.tensor_has_rank[i]),
+        }
+        q = sg.tensor_quantization[i]
+        if q is not None:
+            fields["quantization"] = _quantization(q)
+        sp = sg.tensor_sparsity[i]
+        if sp is not None:
+            fields["sparsity"] = _sparsity(sp)
+        if sg.tensor_has_signature[i]:
+            fields["shape_signature"] = _Array(sg.tensor_signature.row(i), "int32")
+        fields.update(sg.tensor_extra[i])
+        return self.table("Tensor", fields)
+
+    def operator(self, sg: Subgraph, i: int) -> int:
+        fields: dict[str, Any] = {
+            "opcode_index": int(sg.op_opcode[i]),
+            "inputs": _Array(sg.op_inputs.row(i), "int32"),
+            "outputs": _Array(sg.op_outputs.row(i), "int32"),
+        }
+        if sg.op_intermediates.ptr[i + 1] > sg.op_intermediates.ptr[i]:
+            fields["intermediates"] = _Array(sg.op_intermediates.row(i), "int32")
+        opt = sg.op_options[i]
+        if opt is not None:
+            fields["builtin_options"] = opt
+        opt2 = sg.op_options2[i]
+        if opt2 is not None:
+            fields["builtin_options2"] = opt2
+        custom = sg.op_custom_options[i]
+        if custom is not None:
+            fields["custom_options"] = bytes(custom)
+        for k, v in sg.op_extra[i].items():
+            if k != "large_custom_options":
+                fields[k] = v
+        return self.table("Operator", fields)
+
+    # ------------------------------------------------------------------ generic encoding
+    def table(self, tname: str, values: Mapping[str, Any]) -> int:
+        """Encode one table from a mapping of field name to value (missing = default)."""
+        b = self.b
+        fields = TABLES[tname]
+        offsets: dict[str, int] = {}
+        utypes: dict[str, int] = {}
+        for name, _slot, ftype, _default, _enum in fields:
+            v = values.get(name)
+            if v is None or ftype == "utype" or ftype in _PREPEND:
+                continue
+            if isinstance(v, _Offset):
+                offsets[name] = v.off
+            elif isinstance(v, _Offsets):
+                offsets[name] = self._offset_vector(v.offs)
+            elif ftype == "string":
+                offsets[name] = b.CreateString(str(v))
+            elif ftype.startswith("union:"):
+                member, member_values = _union_value(v)
+                utypes[name + "_type"] = _ENUM_CODES[ftype.split(":", 1)[1]][member]
+                offsets[name] = self.table(member, member_values)
+            elif ftype.startswith("["):
+                offsets[name] = self._vector(ftype[1:-1], v)
+            else:
+                offsets[name] = self.table(ftype, v)
+        b.StartObject(max((f[1] for f in fields), default=-1) + 1)
+        for name, slot, ftype, default, enum in fields:
+            if name in offsets:
+                b.PrependUOffsetTRelativeSlot(slot, offsets[name], 0)
+            elif ftype == "utype":
+                if name in utypes:
+                    b.PrependUint8Slot(slot, utypes[name], 0)
+            elif ftype in _PREPEND:
+                v = values.get(name)
+                if v is None:
+                    continue
+                if enum is not None and isinstance(v, str):
+                    v = _ENUM_CODES[enum][v]
+                d = 0 if default is None else default
+                if ftype == "bool":
+                    v, d = bool(v), bool(d)
+                getattr(b, _PREPEND[ftype])(slot, v, d)
+        return int(b.EndObject())
+
+    def _vector(self, etype: str, values: Any) -> int:
+        b = self.b
+        if isinstance(values, _Array):
+            arr = np.ascontiguousarray(values.values, dtype=_NP[values.etype])
+            return int(b.CreateNumpyVector(arr))
+        if etype in _NP:
+            if isinstance(values, (bytes, bytearray, memoryview)):
+                return int(b.CreateByteVector(bytes(values)))
+            arr = np.ascontiguousarray(np.asarray(values), dtype=_NP[etype])
+            return int(b.CreateNumpyVector(arr))
+        if etype == "string":
+            offs = [b.CreateString(str(s)) for s in values]
+        else:
+            offs = [self.table(etype, v) for v in values]
+        return self._offset_vector(offs)
+
+    def _offset_vector(self, offs: Sequence[int]) -> int:
+        b = self.b
+        b.StartVector(4, len(offs), 4)
+        for o in reversed(offs):
+            b.PrependUOffsetTRelative(o)
+        return int(b.EndVector())
+
+
+class _Offset:
+    """An already-built flatbuffer object to reference from a field."""
+
+    __slots__ = ("off",)
+
+    def __init__(self, off: int) -> None:
+        self.off = off
+
+
+class _Offsets:
+    """Already-built tables to reference as a vector."""
+
+    __slots__ = ("offs",)
+
+    def __init__(self, offs: Sequence[int]) -> None:
+        self.offs = offs
+
+
+class _Array:
+    """A scalar vector given as an array, written in one copy."""
+
+    __slots__ = ("etype", "values")
+
+    def __init__(self, values: np.ndarray, etype: str) -> None:
+        self.values = values
+        self.etype = etype
+
+
+def _union_value(v: Any) -> tuple[str, Mapping[str, Any]]:
+    if isinstance(v, Options):
+        return v.type, v
+    if isinstance(v, Mapping):
+        return str(v["type"]), {k: x for k, x in v.items() if k != "type"}
+    raise TypeError(f"cannot encode union value {v!r}")
+
+
+def _quantization(q: Quantization) -> dict[str, Any]:
+    fields: dict[str, Any] = {"quantized_dimension": q.quantized_dimension}
+    if len(q.scale):
+        fields["scale"] = _Array(q.scale, "float32")
+    if len(q.zero_point):
+        fields["zero_point"] = _Array(q.zero_point, "int64")
+    if q.min is not None:
+        fields["min"] = _Array(q.min, "float32")
+    if q.max is not None:
+        fields["max"] = _Array(q.max, "float32")
+    if q.details is not None:
+        fields["details"] = q.details
+    return fields
+
+
+_INDEX_TYPES = {
+    np.dtype(np.int32): "Int32Vector",
+    np.dtype(np.uint16): "Uint16Vector",
+    np.dtype(np.uint8): "Uint8Vector",
+}
+
+
+def _sparsity(sp: Sparsity) -> dict[str, Any]:
+    dims = []
+    for d in sp.dim_metadata:
+        dm: dict[str, Any] = {"format": d.format, "dense_size": d.dense_size}
+        for key, arr in (("array_segments", d.array_segments), ("array_indices", d.array_indices)):
+            if arr is not None:
+                kind = _INDEX_TYPES[np.dtype(arr.dtype)]
+                dm[key] = {"type": kind, "values": _Array(arr, str(np.dtype(arr.dtype)))}
+        dims.append(dm)
+    return {
+        "traversal_order": list(sp.traversal_order),
+        "block_map": list(sp.block_map),
+        "dim_metadata": dims,
+    }
