@@ -96,8 +96,17 @@ def _adjacency(n: int, src: np.ndarray, dst: np.ndarray) -> Csr:
 
 def is_topologically_sorted(sg: Subgraph) -> bool:
     """True if every op comes after the producers of its inputs (a valid execution order)."""
-    src, dst = op_edges(sg)
-    return bool(np.all(src < dst))
+    return _raw_edges_forward(sg)
+
+
+def _raw_edges_forward(sg: Subgraph) -> bool:
+    """Every (producer, consumer) pair goes forward in file order (no dedup needed)."""
+    ins = sg.op_inputs
+    t = ins.idx.astype(np.int64)
+    keep = t >= 0
+    src = producers(sg)[t[keep]]
+    dst = ins.row_ids()[keep]
+    return bool(np.all((src < dst) | (src < 0)))
 
 
 def topological_order(sg: Subgraph) -> np.ndarray:
@@ -108,9 +117,9 @@ def topological_order(sg: Subgraph) -> np.ndarray:
     ModelFormatError
         If the ops form a cycle (naming one op on it).
     """
-    src, dst = op_edges(sg)
-    if np.all(src < dst):
+    if _raw_edges_forward(sg):
         return np.arange(sg.num_ops, dtype=np.int64)
+    src, dst = op_edges(sg)
     succ = _adjacency(sg.num_ops, src, dst)
     indeg = np.bincount(dst, minlength=sg.num_ops)
     ptr, nxt = succ.ptr.tolist(), succ.idx.tolist()

@@ -14,12 +14,20 @@ alias one large region cannot make the reader allocate much more than the file i
 from __future__ import annotations
 
 import struct
+import sys
 from typing import Any
 
 import numpy as np
 
 from edgepart.errors import ModelFormatError
 from edgepart.tflite._schema import ENUMS, TABLES
+
+try:  # the optional C accelerator (same checks, same results; see _fbcore.c)
+    from edgepart.tflite import _fbcore
+except ImportError:  # pragma: no cover - exercised when the extension is not built
+    _fbcore = None
+if sys.byteorder != "little":  # pragma: no cover - the accelerator reads little-endian natively
+    _fbcore = None
 
 __all__ = ["FlatBuffer", "Tables", "decode_table", "verify_union_column"]
 
@@ -155,12 +163,40 @@ class Tables:
         layout = _LAYOUTS[ttype]
         self._col = layout.col
         self._small = len(pos) <= SMALL
+        if _fbcore is not None and ACCELERATE and self._init_native(layout):
+            return
         if self._small:
             self._init_small(layout)
         else:
             self._init_vectorized(layout)
 
     # ------------------------------------------------------------------ construction
+    def _init_native(self, layout: _Layout) -> bool:
+        """The C accelerator's version of the checks below; False sends us to the NumPy path."""
+        k, m, nslots = len(self.pos), len(layout.off_slots_l), len(layout.sizes_l)
+        pos = np.ascontiguousarray(self.pos, dtype=np.int64)
+        ent = np.empty((k, nslots), dtype=np.int64)
+        tgt = np.empty((k, m), dtype=np.int64)
+        length = np.empty((k, m), dtype=np.int64)
+        ok = _fbcore.table_column(
+            self.fb.data,
+            pos,
+            layout.sizes,
+            layout.off_slots,
+            layout.esize,
+            layout.sized_i,
+            layout.is_str,
+            ent,
+            tgt,
+            length,
+        )
+        if ok is None:
+            return False
+        self.pos = pos
+        self._ent, self._tgt, self._len = ent, tgt, length
+        self._any = (ent != 0).any(axis=0).tolist()
+        return True
+
     def _vtable_entries(
         self, layout: _Layout, vt: int, pos_mod8: int, row: int, where: int
     ) -> tuple[list[int], int]:
@@ -306,6 +342,10 @@ class Tables:
         if not self._any[f.slot]:
             return np.full(len(self.pos), default, dtype=npdt)
         ent = self._ent[:, f.slot]
+        if _fbcore is not None and ACCELERATE:
+            out = np.full(len(self.pos), default, dtype=npdt)
+            if _fbcore.scalar(self.fb.data, self.pos, np.ascontiguousarray(ent), size, out):
+                return out
         if self._small:
             st = _STRUCTS[f.type]
             data = self.fb.data
@@ -351,6 +391,10 @@ class Tables:
             return ptr, view[:0].copy()
         self.fb.spend(total, f"{self.path}: {self.type}.{name}", int(start[0]))
         shift = _SHIFT[size]
+        if _fbcore is not None and ACCELERATE:
+            out = np.empty(total, dtype=view.dtype)
+            if _fbcore.gather(self.fb.data, start, length, size, out):
+                return ptr, out
         if self._small:
             parts = [
                 view[s >> shift : (s >> shift) + ln]
@@ -480,6 +524,7 @@ class _Layout:
                 is_str.append(0)
         self.esize = np.array(esize, dtype=np.int64)
         self.sized = np.array(sized, dtype=bool)
+        self.sized_i = self.sized.astype(np.int64)
         self.is_str = np.array(is_str, dtype=np.int64)
         self.amask = np.maximum(np.minimum(self.esize, 8), 1) - 1
         self.esize_l = esize
@@ -493,6 +538,41 @@ _LAYOUTS = {t: _Layout(t) for t in _FIELDS}
 
 
 # ---------------------------------------------------------------------- union columns
+_UNION_TABLES: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, frozenset[int]]] = {}
+
+
+def _union_tables(enum: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, frozenset[int]]:
+    """Per union member code: slot sizes, kinds (0/1 vector/2 string/3 nested), element sizes."""
+    if enum in _UNION_TABLES:
+        return _UNION_TABLES[enum]
+    members = ENUMS[enum]
+    width = max([len(_SLOT_SIZES[t]) for t in members.values() if t in _SLOT_SIZES] + [1])
+    ncodes = max(members) + 1
+    sizes = np.ones((ncodes, width), dtype=np.int64)
+    kinds = np.zeros((ncodes, width), dtype=np.int64)
+    esize = np.ones((ncodes, width), dtype=np.int64)
+    nested = set()
+    for code, tname in members.items():
+        for f in _FIELDS.get(tname, {}).values():
+            sizes[code, f.slot] = f.size
+            if f.type in _SCALARS:
+                continue
+            if f.type == "string":
+                kinds[code, f.slot] = 2
+            elif f.type.startswith("[") and f.type[1:-1] in _SCALARS:
+                kinds[code, f.slot] = 1
+                esize[code, f.slot] = _SCALARS[f.type[1:-1]][1]
+            else:
+                kinds[code, f.slot] = 3
+                nested.add(code)
+    # unknown member codes (NONE, or newer than the schema) get no row: reject them
+    valid = np.zeros(ncodes, dtype=bool)
+    valid[[c for c, t in members.items() if t in _FIELDS]] = True
+    sizes[~valid] = 0
+    _UNION_TABLES[enum] = (sizes, kinds, esize, frozenset(nested))
+    return _UNION_TABLES[enum]
+
+
 def verify_union_column(
     fb: FlatBuffer, enum: str, codes: np.ndarray, pos: np.ndarray, path: str
 ) -> None:
@@ -508,6 +588,13 @@ def verify_union_column(
     members = ENUMS[enum]
     codes = codes[sel].astype(np.int64)
     pos = pos[sel]
+    if _fbcore is not None and ACCELERATE:
+        sizes, kinds, esize, nested = _union_tables(enum)
+        if _fbcore.union_column(fb.data, pos, codes, sizes, kinds, esize, sizes.shape[1]):
+            for code in nested.intersection(np.unique(codes).tolist()):
+                rows = codes == code
+                Tables(fb, members[code], pos[rows], path).verify()
+            return
     n = fb.n
     fb.check((pos > n - 4) | ((pos & 3) != 0), pos, f"{path}: table")
     vt = pos - fb.views["int32"][pos >> 2]
@@ -615,6 +702,8 @@ def decode_table(fb: FlatBuffer, ttype: str, pos: int) -> dict[str, Any]:
 
 
 SMALL = 8
+# Use the C accelerator when it is built (tests switch it off to check both paths agree).
+ACCELERATE = True
 _I32 = struct.Struct("<i")
 _U16x2 = struct.Struct("<HH")
 _U16 = struct.Struct("<H")

@@ -127,7 +127,7 @@ class _Writer:
         self.m = model
         self.layout = layout
         inline = int(model.buffers.length.sum()) if layout is None else 0
-        self.b = flatbuffers.Builder(max(1024, inline + 4096 * (1 + len(model.buffers))))
+        self.b = flatbuffers.Builder(max(1024, inline + 64 * (1 + len(model.buffers))))
 
     def build(self) -> bytearray:
         m, b = self.m, self.b

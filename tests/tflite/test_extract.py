@@ -1,0 +1,137 @@
+"""Splitting a model into convex pieces and chaining them reproduces it bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _litert import interpreter, random_inputs, run, run_signature
+
+from edgepart.errors import UsageError
+from edgepart.ir import analysis
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+from edgepart.ir.extract import extract
+from edgepart.tflite.reader import read_model, read_model_bytes
+from edgepart.tflite.writer import write_model
+
+
+def cut_points(model, wanted: int = 3) -> list[int]:
+    """Up to ``wanted`` cut points splitting the main subgraph into extractable ranges."""
+    sg = model.main
+    order = analysis.topological_order(sg)
+    n = sg.num_ops
+    cuts: list[int] = []
+    candidates = sorted(set(int(round(n * k / (wanted + 1))) for k in range(1, wanted + 1)))
+    candidates += [c for c in range(1, n) if c not in candidates]
+    for c in candidates:
+        trial = sorted([*cuts, c])
+        bounds = [0, *trial, n]
+        try:
+            for a, b in zip(bounds, bounds[1:], strict=False):
+                extract(model, order[a:b].tolist())
+        except UsageError:
+            continue
+        cuts = trial
+        if len(cuts) == wanted:
+            break
+    return cuts
+
+
+def chain(model, pieces, inputs, xnnpack):
+    """Run extracted pieces one after another, routing tensors by original index."""
+    sg = model.main
+    env = {int(t): x for t, x in zip(sg.inputs.tolist(), inputs, strict=True)}
+    for ops, piece in pieces:
+        blob = write_model(piece)
+        ins, outs = analysis.boundary_tensors(sg, ops)
+        ins = [t for t in ins if not sg.tensor_is_variable[t]]
+        sig = read_model_bytes(blob).signature_defs[0]
+        feed = {name: env[ins[k]] for k, (name, _) in enumerate(sig.inputs)}
+        res = run_signature(interpreter(blob, xnnpack=xnnpack), feed)
+        for k, (name, _) in enumerate(sig.outputs):
+            env[outs[k]] = res[name]
+    return [env[int(t)] for t in sg.outputs.tolist()]
+
+
+@pytest.mark.parametrize("xnnpack", [True, False], ids=["xnnpack", "builtin"])
+def test_split_at_three_cuts_chains_bit_identically(corpus, corpus_manifest, xnnpack):
+    split = 0
+    for name, path in corpus.items():
+        if not corpus_manifest[name]["runnable"]:
+            continue
+        model = read_model(path)
+        if model.main.num_ops < 4:
+            continue
+        cuts = cut_points(model)
+        assert len(cuts) >= 3, f"{name}: only {cuts} are valid cut points"
+        order = analysis.topological_order(model.main)
+        bounds = [0, *cuts, model.main.num_ops]
+        pieces = []
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            ops = order[a:b].tolist()
+            pieces.append((ops, extract(model, ops)))
+        full = interpreter(path.read_bytes(), xnnpack=xnnpack)
+        # feed the main subgraph's inputs in subgraph order
+        details = {d["index"]: d for d in full.get_input_details()}
+        inputs = random_inputs(full, seed=3)
+        by_index = dict(zip(details, inputs, strict=True))
+        ordered = [by_index[int(t)] for t in model.main.inputs.tolist()]
+        want = run(full, inputs)
+        out_index = [d["index"] for d in full.get_output_details()]
+        got = dict(
+            zip(model.main.outputs.tolist(), chain(model, pieces, ordered, xnnpack), strict=True)
+        )
+        for idx, w in zip(out_index, want, strict=True):
+            assert np.array_equal(got[idx], w), name
+        split += 1
+    assert split >= 8
+
+
+def test_pieces_carry_only_what_they_use(corpus):
+    model = read_model(corpus["mobilenet_v2"])
+    n = model.main.num_ops
+    piece = extract(model, range(n // 2, n))
+    assert piece.main.num_ops == n - n // 2
+    assert len(piece.buffers) < len(model.buffers)
+    assert piece.buffers.length[0] == 0
+    kept = {m.name for m in piece.metadata}
+    assert "min_runtime_version" in kept
+    assert len(piece.signature_defs) == 1
+    # constants keep their bytes exactly
+    for t in range(piece.main.num_tensors):
+        if piece.main.tensor_is_constant[t]:
+            data = piece.main.tensor(t).data
+            assert data is not None and len(data) == piece.main.tensor_nbytes[t]
+
+
+def test_control_flow_pieces_carry_their_subgraphs(corpus):
+    for name in ("cond", "while_loop"):
+        model = read_model(corpus[name])
+        sg = model.main
+        callers = [i for i in range(sg.num_ops) if sg.op(i).subgraph_refs]
+        assert callers, name
+        i = callers[0]
+        piece = extract(model, [i])
+        assert len(piece.subgraphs) == 1 + len(set(sg.op(i).subgraph_refs)), name
+        assert all(0 < r < len(piece.subgraphs) for r in piece.main.op(0).subgraph_refs)
+        interpreter(write_model(piece))  # loads and allocates in LiteRT
+
+
+def test_non_convex_set_is_refused_with_a_witness(corpus):
+    model = read_model(corpus["mobilenet_v2"])
+    with pytest.raises(UsageError, match="not convex: a path leaves the set at op 0"):
+        extract(model, [0, 2])
+
+
+def test_splitting_resource_state_is_refused():
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    handle = g.tensor("handle", DType.RESOURCE, ())
+    value = g.tensor("value", DType.FLOAT32, (2,))
+    g.op("VAR_HANDLE", [], [handle], options={"container": "", "shared_name": "v"})
+    g.op("READ_VARIABLE", [handle], [value])
+    g.output(value)
+    model = mb.build()
+    with pytest.raises(UsageError, match="resource variables live in one interpreter"):
+        extract(model, [0])
+    assert extract(model, [0, 1]).main.num_ops == 2
