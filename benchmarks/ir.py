@@ -38,7 +38,7 @@ import numpy as np
 from edgepart.ir import analysis
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
-from edgepart.ir.graph import Model
+from edgepart.ir.graph import Model, Subgraph
 from edgepart.tflite.reader import read_model
 from edgepart.tflite.writer import write_model
 
@@ -73,6 +73,24 @@ def timed(fn: Callable[[], object], repeat: int = 3) -> float:
     return best
 
 
+def measure(path: Path, sg: Subgraph, rev: Subgraph, half: list[int]) -> dict[str, float]:
+    n = sg.num_ops
+    return {
+        "ops": n,
+        "tensors": sg.num_tensors,
+        "file_mb": path.stat().st_size / 1e6,
+        "parse_ms": timed(lambda: read_model(path)) * 1e3,
+        "producers_ms": timed(lambda: analysis.producers(sg)) * 1e3,
+        "consumers_ms": timed(lambda: analysis.consumers(sg)) * 1e3,
+        "topo_ms": timed(lambda: analysis.topological_order(sg)) * 1e3,
+        "topo_shuffled_ms": timed(lambda: analysis.topological_order(rev)) * 1e3,
+        "convexity_ms": timed(lambda: analysis.is_convex(sg, half)) * 1e3,
+        "boundary_ms": timed(lambda: analysis.boundary_tensors(sg, half)) * 1e3,
+        "live_bytes_ms": timed(lambda: analysis.live_bytes_lower_bound(sg)) * 1e3,
+        "all_op_views_ms": timed(lambda: [sg.op(i) for i in range(n)], 1) * 1e3,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
@@ -94,22 +112,9 @@ def main() -> int:
             sg = model.main
             rev = read_model(shuffled).main
             half = list(range(n // 2))
-            row = {
-                "ops": n,
-                "tensors": sg.num_tensors,
-                "file_mb": path.stat().st_size / 1e6,
-                "build_and_write_s": build_s,
-                "parse_ms": timed(lambda: read_model(path)) * 1e3,
-                "producers_ms": timed(lambda: analysis.producers(sg)) * 1e3,
-                "consumers_ms": timed(lambda: analysis.consumers(sg)) * 1e3,
-                "topo_ms": timed(lambda: analysis.topological_order(sg)) * 1e3,
-                "topo_shuffled_ms": timed(lambda: analysis.topological_order(rev)) * 1e3,
-                "convexity_ms": timed(lambda: analysis.is_convex(sg, half)) * 1e3,
-                "boundary_ms": timed(lambda: analysis.boundary_tensors(sg, half)) * 1e3,
-                "live_bytes_ms": timed(lambda: analysis.live_bytes_lower_bound(sg)) * 1e3,
-                "all_op_views_ms": timed(lambda: [sg.op(i) for i in range(n)], 1) * 1e3,
-                "ir_bytes_per_op": ir_bytes / n,
-            }
+            row = measure(path, sg, rev, half)
+            row["build_and_write_s"] = build_s
+            row["ir_bytes_per_op"] = ir_bytes / n
             if n == 10_000:
                 from tensorflow.lite.tools import flatbuffer_utils
 

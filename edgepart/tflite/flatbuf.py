@@ -23,7 +23,7 @@ from edgepart.errors import ModelFormatError
 from edgepart.tflite._schema import ENUMS, TABLES
 
 try:  # the optional C accelerator (same checks, same results; see _fbcore.c)
-    from edgepart.tflite import _fbcore
+    from edgepart.tflite import _fbcore  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - exercised when the extension is not built
     _fbcore = None
 if sys.byteorder != "little":  # pragma: no cover - the accelerator reads little-endian natively

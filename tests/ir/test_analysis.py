@@ -36,7 +36,7 @@ def test_producers_consumers_edges():
     cons = analysis.consumers(sg)
     assert [cons.row(t).tolist() for t in range(5)] == [[0], [1, 2], [3], [3], []]
     src, dst = analysis.op_edges(sg)
-    assert list(zip(src.tolist(), dst.tolist())) == [(0, 1), (0, 2), (1, 3), (2, 3)]
+    assert list(zip(src.tolist(), dst.tolist(), strict=True)) == [(0, 1), (0, 2), (1, 3), (2, 3)]
     assert analysis.successors(sg).row(0).tolist() == [1, 2]
     assert analysis.predecessors(sg).row(3).tolist() == [1, 2]
 

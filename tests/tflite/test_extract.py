@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from _litert import interpreter, random_inputs, run, run_signature
@@ -21,13 +23,13 @@ def cut_points(model, wanted: int = 3) -> list[int]:
     order = analysis.topological_order(sg)
     n = sg.num_ops
     cuts: list[int] = []
-    candidates = sorted(set(int(round(n * k / (wanted + 1))) for k in range(1, wanted + 1)))
+    candidates = sorted(set(round(n * k / (wanted + 1)) for k in range(1, wanted + 1)))
     candidates += [c for c in range(1, n) if c not in candidates]
     for c in candidates:
         trial = sorted([*cuts, c])
         bounds = [0, *trial, n]
         try:
-            for a, b in zip(bounds, bounds[1:], strict=False):
+            for a, b in itertools.pairwise(bounds):
                 extract(model, order[a:b].tolist())
         except UsageError:
             continue
@@ -67,7 +69,7 @@ def test_split_at_three_cuts_chains_bit_identically(corpus, corpus_manifest, xnn
         order = analysis.topological_order(model.main)
         bounds = [0, *cuts, model.main.num_ops]
         pieces = []
-        for a, b in zip(bounds, bounds[1:], strict=False):
+        for a, b in itertools.pairwise(bounds):
             ops = order[a:b].tolist()
             pieces.append((ops, extract(model, ops)))
         full = interpreter(path.read_bytes(), xnnpack=xnnpack)

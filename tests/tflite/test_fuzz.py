@@ -136,7 +136,9 @@ def run_cases(corpus: dict[str, Path], total: int, seed: int) -> dict[str, int]:
             try:
                 result = exercise(data)
             except Exception as err:  # the defect this test exists to find
-                raise AssertionError(f"case {case} ({name}, {how}): {type(err).__name__}: {err}")
+                raise AssertionError(
+                    f"case {case} ({name}, {how}): {type(err).__name__}: {err}"
+                ) from err
             elapsed = time.perf_counter() - start
             peak = tracemalloc.get_traced_memory()[1] - base
             assert elapsed < MAX_SECONDS_PER_CASE, f"case {case} ({name}, {how}) took {elapsed}s"
