@@ -1,0 +1,78 @@
+"""``edgepart devices``: list Android devices attached to the adb server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+_HINTS = {
+    "unauthorized": "accept the USB debugging prompt on the phone",
+    "offline": "replug the cable or `adb connect` again",
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "devices",
+        help="list attached Android devices (model, SoC, Android version, ABI)",
+        description="List the Android devices the adb server knows, with model, SoC, Android "
+        "version, SDK level and ABI. The server is the one adb uses (ADB_SERVER_SOCKET, "
+        "ANDROID_ADB_SERVER_PORT) unless --adb-server is given; it is not started unless "
+        "--start-server is given.",
+    )
+    parser.add_argument("--serial", "-s", help="show only this device")
+    parser.add_argument("--adb-server", metavar="tcp:HOST:PORT", help="adb server address")
+    parser.add_argument(
+        "--start-server", action="store_true", help="start a local adb server if none is running"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from edgepart.android.adb import list_devices
+    from edgepart.android.server import AdbServer
+
+    server = AdbServer.parse(args.adb_server) if args.adb_server else AdbServer.from_env()
+    if args.start_server and not server.is_running():
+        server.start()
+    devices = list_devices(server)
+    if args.serial:
+        devices = [d for d in devices if d.serial == args.serial]
+    if args.json:
+        payload = {"adb_server": server.spec, "devices": [d.to_dict() for d in devices]}
+        print(json.dumps(payload, indent=2, sort_keys=True))
+        return 0
+    if not devices:
+        what = f"device {args.serial} is" if args.serial else "no Android device is"
+        print(
+            f"{what} attached to the adb server at {server.spec}: connect a phone with USB "
+            "debugging on (or `adb connect HOST:PORT`), then run this again",
+            file=sys.stderr,
+        )
+        return 1 if args.serial else 0
+    header = ("SERIAL", "STATE", "MODEL", "SOC", "ANDROID", "SDK", "ABI")
+    rows = [header]
+    for d in devices:
+        rows.append(
+            (
+                d.serial,
+                d.state,
+                d.model or "-",
+                d.soc or "-",
+                d.android_version or "-",
+                str(d.sdk) if d.sdk is not None else "-",
+                d.abi or "-",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for d in devices:
+        if d.state in _HINTS:
+            print(f"note: {d.serial} is {d.state}: {_HINTS[d.state]}", file=sys.stderr)
+    return 0

@@ -1,0 +1,38 @@
+"""Fixtures: a private real adb server and emulated devices reached with ``adb connect``.
+
+The helpers live in ``adb_fixtures.py`` (a uniquely named module, so test files can import them
+whatever other ``conftest`` modules pytest has loaded).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from adb_fixtures import (
+    AdbServerHandle,
+    EmulatedDevice,
+    emulated_device,
+    private_adb_server,
+)
+
+
+@pytest.fixture(scope="session")
+def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbServerHandle]:
+    """One private real adb server for the whole test session."""
+    with private_adb_server(tmp_path_factory.mktemp("adb-server")) as handle:
+        yield handle
+
+
+@pytest.fixture
+def emu(adb_server: AdbServerHandle, tmp_path: Path) -> Iterator[EmulatedDevice]:
+    """A fresh emulated device, connected, in state ``device``; checked for leaked processes."""
+    with emulated_device(adb_server, tmp_path / "device") as device:
+        yield device
+        leaked = device.wait_no_processes()
+        assert not leaked, f"device commands still running after the test: {leaked}"
