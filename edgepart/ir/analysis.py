@@ -17,9 +17,11 @@ import numpy as np
 from edgepart.errors import ModelFormatError
 from edgepart.ir.graph import Subgraph
 from edgepart.ir.values import Csr
+from edgepart.tflite import opnames
 
 __all__ = [
     "boundary_tensors",
+    "constant_producers",
     "consumers",
     "convexity_violation",
     "is_convex",
@@ -202,6 +204,31 @@ def boundary_tensors(sg: Subgraph, ops: Sequence[int]) -> tuple[list[int], list[
     used_outside[sg.outputs.astype(np.int64)] = True
     outputs = np.unique(made[used_outside[made]])
     return inputs.tolist(), outputs.tolist()
+
+
+# Ops that only reshape constant data into another constant form; runtimes fold them away.
+_CONSTANT_TRANSFORMS = frozenset(
+    {opnames.builtin_code("DEQUANTIZE"), opnames.builtin_code("DENSIFY")}
+)
+
+
+def constant_producers(sg: Subgraph) -> np.ndarray:
+    """Per op: True for DEQUANTIZE/DENSIFY ops whose inputs are all constants or outputs of
+    such ops (fp16 and sparse weights), which runtimes fold into the weights."""
+    cand = np.isin(sg.op_builtin, list(_CONSTANT_TRANSFORMS))
+    out = np.zeros(sg.num_ops, dtype=bool)
+    if not cand.any():
+        return out
+    prod = producers(sg)
+    const = sg.tensor_is_constant.copy()
+    for i in topological_order(sg).tolist():
+        if not cand[i]:
+            continue
+        ins = sg.op_inputs.row(i)
+        ins = ins[ins >= 0]
+        if all(const[t] or (prod[t] >= 0 and out[prod[t]]) for t in ins.tolist()):
+            out[i] = True
+    return out
 
 
 def tensor_lifetimes(sg: Subgraph, order: Sequence[int] | np.ndarray | None = None) -> np.ndarray:

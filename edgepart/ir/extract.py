@@ -19,9 +19,9 @@ import numpy as np
 
 from edgepart.errors import UsageError
 from edgepart.ir import analysis
-from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import BufferTable, Model, Subgraph
 from edgepart.ir.values import Csr, Metadata, OpCode, Options, SignatureDef
+from edgepart.ir.state import state_groups
 from edgepart.ir.verify import calling_ops
 
 __all__ = ["KEPT_METADATA", "extract"]
@@ -35,8 +35,13 @@ def extract(
     *,
     subgraph: int = 0,
     signature_key: str | None = None,
+    clone_constant_producers: bool = True,
 ) -> Model:
     """A standalone model computing ``ops`` of ``model.subgraphs[subgraph]``.
+
+    The result's ``extra`` records where everything came from: ``source_subgraph``,
+    ``source_ops`` (in execution order) and ``source_tensors`` (the original index of each new
+    tensor), so callers can route boundary tensors between pieces.
 
     Parameters
     ----------
@@ -49,6 +54,11 @@ def extract(
     signature_key
         Key of the new model's signature; defaults to the source subgraph's signature key,
         else ``"serving_default"``.
+    clone_constant_producers
+        Ops that only transform constants (DEQUANTIZE of fp16 weights, DENSIFY of sparse
+        weights) are copied into the piece that reads their output instead of making that
+        output a piece input: runtimes fold them into the weights, and a weight arriving as
+        a runtime input would defeat that (XNNPACK refuses such partitions).
 
     Raises
     ------
@@ -71,9 +81,22 @@ def extract(
     order = analysis.topological_order(sg)
     member = np.zeros(sg.num_ops, dtype=bool)
     member[op_ids] = True
+    if clone_constant_producers:
+        member = _with_constant_producers(sg, member)
+        if not member.any():
+            raise UsageError(
+                "the ops only decompress weights (DEQUANTIZE/DENSIFY of constants) that other "
+                "ops consume; extract those consumers instead"
+            )
     op_ids = order[member[order]]
     inputs, outputs = analysis.boundary_tensors(sg, op_ids.tolist())
-    _check_state(sg, member, inputs, outputs)
+    if clone_constant_producers:
+        # weights are recomputed where they are read, never passed between pieces
+        prod = analysis.producers(sg)
+        folded = analysis.constant_producers(sg)
+        model_outputs = set(sg.outputs.tolist())
+        outputs = [t for t in outputs if not folded[prod[t]] or t in model_outputs]
+    _check_state(model, subgraph, member)
     inputs = [t for t in inputs if not sg.tensor_is_variable[t]]
 
     used = np.concatenate(
@@ -117,6 +140,11 @@ def extract(
             metadata.append((md.name, remap.buffer(md.buffer)))
     buffers, opcodes = remap.tables()
     return Model(
+        extra={
+            "source_subgraph": subgraph,
+            "source_ops": tuple(op_ids.tolist()),
+            "source_tensors": tuple(tensor_ids.tolist()),
+        },
         subgraphs=(main.finish(opcodes, buffers), *(r.finish(opcodes, buffers) for r in rest)),
         opcodes=opcodes,
         buffers=buffers,
@@ -128,26 +156,44 @@ def extract(
     )
 
 
-def _check_state(sg: Subgraph, member: np.ndarray, inputs: list[int], outputs: list[int]) -> None:
-    """Refuse cuts that would split a variable or a resource between two interpreters."""
-    for t in inputs + outputs:
-        if sg.tensor_dtype[t] == DType.RESOURCE:
+def _with_constant_producers(sg: Subgraph, member: np.ndarray) -> np.ndarray:
+    """``member`` plus the weight-decompressing ops (DEQUANTIZE/DENSIFY chains) its other ops
+    read, minus those whose outputs nothing in the set (or the model) reads."""
+    foldable = analysis.constant_producers(sg)
+    prod = analysis.producers(sg)
+    makes_output = np.zeros(sg.num_ops, dtype=bool)
+    out_prod = prod[sg.outputs.astype(np.int64)]
+    makes_output[out_prod[out_prod >= 0]] = True
+    # keep only what real compute (or the model's outputs) needs; weights are added back below
+    member = member & (~foldable | makes_output)
+    frontier = np.flatnonzero(member)
+    while len(frontier):
+        reads = sg.op_inputs.take(frontier).idx.astype(np.int64)
+        reads = reads[reads >= 0]
+        p = prod[reads]
+        p = np.unique(p[p >= 0])
+        new = p[foldable[p] & ~member[p]]
+        member[new] = True
+        frontier = new
+    return member
+
+
+def _check_state(model: Model, subgraph: int, member: np.ndarray) -> None:
+    """Refuse cuts that would split shared state (resource variables, variable tensors)."""
+    groups = state_groups(model, subgraph)
+    if not (groups >= 0).any():
+        return
+    sg = model.subgraphs[subgraph]
+    for g in np.unique(groups[groups >= 0]).tolist():
+        ops = np.flatnonzero(groups == g)
+        inside = member[ops]
+        if inside.any() and not inside.all():
+            a, b = int(ops[inside][0]), int(ops[~inside][0])
             raise UsageError(
-                f"the cut passes resource {sg.describe_tensor(t)} between partitions; resource "
-                "variables live in one interpreter: keep VAR_HANDLE with its READ/ASSIGN ops"
+                f"the cut splits state: {sg.describe_op(a)} and {sg.describe_op(b)} use the "
+                "same resource variable or variable tensor, which lives in one interpreter; "
+                "keep them in one piece"
             )
-    var = np.flatnonzero(sg.tensor_is_variable)
-    if len(var):
-        cons = analysis.consumers(sg)
-        for t in var.tolist():
-            users = cons.row(t)
-            inside = member[users]
-            if inside.any() and not inside.all():
-                raise UsageError(
-                    f"variable {sg.describe_tensor(t)} is used by ops on both sides of the cut "
-                    f"({sg.describe_op(int(users[inside][0]))} and "
-                    f"{sg.describe_op(int(users[~inside][0]))}); keep them together"
-                )
 
 
 def _called_subgraphs(model: Model, sg: Subgraph, op_ids: np.ndarray) -> list[int]:

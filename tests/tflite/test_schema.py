@@ -57,6 +57,8 @@ def test_options_decode_like_the_object_api(corpus):
                     enum = _enum_of(ours.type, _snake(field))
                     if enum is not None and isinstance(mine, str):
                         mine = {v: k for k, v in _schema.ENUMS[enum].items()}[mine]
+                    if isinstance(value, bytes):
+                        value = value.decode()
                     if isinstance(value, (list, np.ndarray)):
                         assert list(np.asarray(value).tolist()) == list(mine or ())
                     elif isinstance(value, float):
