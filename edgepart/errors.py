@@ -23,6 +23,7 @@ __all__ = [
     "ModelFormatError",
     "PassError",
     "PlacementInfeasibleError",
+    "PlanError",
     "ProfileError",
     "RemoteBinaryError",
     "RemoteCommandError",
@@ -62,6 +63,10 @@ class LatencyTableError(EdgepartError):
 
 class PlacementInfeasibleError(EdgepartError):
     """No placement satisfies the support and memory constraints (names the op or unit)."""
+
+
+class PlanError(EdgepartError):
+    """A partition plan breaks a placement rule or its schedule (names partition, node, unit)."""
 
 
 class ArenaOverflowError(EdgepartError):
