@@ -1,12 +1,34 @@
-"""Build the optional C accelerator of the flatbuffer reader; metadata lives in pyproject.toml.
+"""Build hooks; metadata lives in pyproject.toml.
 
-The extension is optional: if no C compiler is available the build continues and edgepart's
-reader uses its NumPy implementation alone (same results, slower on small models).
+* The optional C accelerator of the flatbuffer reader. If no C compiler is available the build
+  continues and the reader uses its NumPy implementation alone (same results, slower on small
+  models).
+* The shipped data folders (``delegates/``, ``device_profiles/``) are copied into the package as
+  ``edgepart/_data/`` so a built wheel finds them (a source checkout reads them in place).
 """
 
+import shutil
+from pathlib import Path
+
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
+
+DATA_DIRS = ("delegates", "device_profiles")
+
+
+class build_py_with_data(build_py):
+    def run(self) -> None:
+        super().run()
+        root = Path(__file__).resolve().parent
+        for name in DATA_DIRS:
+            target = Path(self.build_lib) / "edgepart" / "_data" / name
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(root / name, target)
+
 
 setup(
+    cmdclass={"build_py": build_py_with_data},
     ext_modules=[
         Extension(
             "edgepart.tflite._fbcore",
@@ -14,5 +36,5 @@ setup(
             optional=True,
             extra_compile_args=["-O2"],
         )
-    ]
+    ],
 )

@@ -99,10 +99,11 @@ def main() -> int:
     ap.add_argument("--skip-large", action="store_true", help="skip the generated big models")
     args = ap.parse_args()
 
-    names = list(build_corpus.DEFAULT)
+    names = build_corpus.default_names()
     if not args.skip_large:
         names += ["big_graph_4k", "big_weights_400mb"]
-    paths = {n: build_corpus.ensure(n) for n in names}
+    out = build_corpus.default_out_dir()
+    paths = {n: build_corpus.ensure(n, out) for n in names}
 
     rows = []
     header = (

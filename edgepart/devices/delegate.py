@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgepart._data import shipped_dir
 from edgepart.devices._yaml import Loc, load_yaml
 from edgepart.devices.capability import BoundPredicate, bind_predicate
 from edgepart.devices.roles import ROLES
@@ -100,10 +101,7 @@ _DEFAULT_REASONS = {
 
 def delegate_dir() -> Path:
     """The directory of the shipped delegate files (``<repo>/delegates``)."""
-    env = os.environ.get("EDGEPART_DELEGATES_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "delegates"
+    return shipped_dir("delegates", "EDGEPART_DELEGATES_DIR")
 
 
 def delegate_names() -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgepart._data import shipped_dir
 from edgepart.devices._yaml import Loc, load_yaml
 from edgepart.devices.delegate import delegate_names
 from edgepart.errors import ProfileError
@@ -118,10 +119,7 @@ class DeviceProfile:
 
 def profile_dir() -> Path:
     """The directory of the shipped profiles (``<repo>/device_profiles``)."""
-    env = os.environ.get("EDGEPART_PROFILES_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "device_profiles"
+    return shipped_dir("device_profiles", "EDGEPART_PROFILES_DIR")
 
 
 def profile_names() -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.tflite import opnames
+from edgepart.tflite._schema import TABLES
 
 __all__ = [
     "Csr",
@@ -117,9 +118,17 @@ class Options(Mapping[str, Any]):
 
     __slots__ = ("_fields", "_hash", "type")
 
-    def __init__(self, type: str, fields: Mapping[str, Any]) -> None:
+    def __init__(self, type: str, fields: Mapping[str, Any], *, canonical: bool = False) -> None:
         self.type = type
-        self._fields = dict(fields)
+        # Fields are kept in schema slot order, so equal options hash equal without sorting.
+        # The reader decodes in that order already and passes canonical=True.
+        if canonical:
+            self._fields = dict(fields)
+        else:
+            order = _SLOT_ORDER.get(type, {})
+            self._fields = dict(
+                sorted(fields.items(), key=lambda kv: (order.get(kv[0], 1 << 30), kv[0]))
+            )
         self._hash: int | None = None
 
     def __getitem__(self, key: str) -> Any:
@@ -133,7 +142,7 @@ class Options(Mapping[str, Any]):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash((self.type, tuple(sorted(self._fields.items(), key=_key0))))
+            self._hash = hash((self.type, _freeze(tuple(self._fields.items()))))
         return self._hash
 
     def __eq__(self, other: object) -> bool:
@@ -149,8 +158,18 @@ class Options(Mapping[str, Any]):
         return Options(self.type, {**self._fields, **changes})
 
 
-def _key0(item: tuple[str, Any]) -> str:
-    return item[0]
+def _freeze(v: Any) -> Any:
+    """A hashable stand-in for option values (nested tables are dicts, vectors tuples)."""
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+_SLOT_ORDER: dict[str, dict[str, int]] = {
+    t: {f[0]: f[1] for f in fields} for t, fields in TABLES.items()
+}
 
 
 @dataclass(frozen=True, slots=True, eq=False)

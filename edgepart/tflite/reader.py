@@ -419,7 +419,7 @@ def _options_decoder(fb: FlatBuffer, types: list[str | None], pos: np.ndarray, b
         tname = types[base + i]
         if tname is None:
             return None
-        return Options(tname, decode_table(fb, tname, int(pos[base + i])))
+        return Options(tname, decode_table(fb, tname, int(pos[base + i])), canonical=True)
 
     return decode
 
