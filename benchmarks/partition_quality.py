@@ -1,0 +1,189 @@
+"""Placement quality: heuristic vs exact optimum vs TFLite's default placement, in one run.
+
+Instances: seeded random DNN-shaped cost graphs (``edgepart.partition.synth``), 10-40 fused nodes,
+2-4 processors, random support gaps, dispatch overheads, link costs, sometimes a memory-limited
+accelerator. For each instance, under the latency objective (or ``--objective``):
+
+* baseline: the best TFLite default placement (one delegate + CPU, or CPU only);
+* heuristic: ``solve_heuristic`` with the baselines among its starts;
+* exact: branch and bound with a time limit, seeded with the heuristic and the baselines.
+
+Printed: mean and worst gap of the heuristic to the exact result (over instances where the exact
+solver proved optimality, and over all), the share proven optimal, the geometric-mean speedup of
+the heuristic and of the exact plan over the baseline (overall and per processor count), the
+number of instances where the heuristic is slower than the baseline (must be 0), and timings.
+
+Targets (issue 5): mean gap <= 1 %, worst <= 3 %, never slower than the baseline.
+
+The second part of the issue's benchmark, the fused corpus models under every device profile,
+needs the fusion pre-pass and the cost model (phase 2); :func:`corpus_cases` is where those
+instances will come from, and they go through the same :func:`run_instance`.
+
+Usage::
+
+    python benchmarks/partition_quality.py [--instances 200] [--time-limit 20] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from edgepart.partition.baseline import best_baseline, tflite_baselines
+from edgepart.partition.check import check_evaluation
+from edgepart.partition.costgraph import CostGraph, costgraph_from_dict
+from edgepart.partition.exact import solve_exact
+from edgepart.partition.heuristic import solve_heuristic
+from edgepart.partition.schedule import objective_key
+from edgepart.partition.synth import random_costgraph_doc
+
+
+def synthetic_cases(count: int, seed: int) -> Iterator[tuple[str, CostGraph]]:
+    for i in range(count):
+        rng = np.random.default_rng([seed, i])
+        n = int(rng.integers(10, 41))
+        procs = int(rng.integers(2, 5))
+        doc = random_costgraph_doc(
+            n,
+            procs,
+            seed * 100_000 + i,
+            memory_pressure=bool(rng.random() < 0.2),
+            colocation=bool(rng.random() < 0.1),
+        )
+        yield f"synthetic-{i}", costgraph_from_dict(doc)
+
+
+def corpus_cases() -> Iterator[tuple[str, CostGraph]]:
+    """Fused corpus models under every device profile (phase 2 of issue 5; nothing yet).
+
+    Will yield ``(f"{model}@{profile}", cost_graph)`` built from a ``.tflite`` by the fusion
+    pre-pass and the cost model, once those exist.
+    """
+    return iter(())
+
+
+def run_instance(name: str, g: CostGraph, objective: str, time_limit: float) -> dict[str, Any]:
+    bl = tflite_baselines(g)
+    base = best_baseline(bl, objective)
+    t0 = time.perf_counter()
+    h = solve_heuristic(g, objective, extra_starts=[(b.name, b.units) for b in bl if b.feasible])
+    t1 = time.perf_counter()
+    inc = [h.units] + [b.units for b in bl if b.feasible]
+    ex = solve_exact(g, objective, time_limit=time_limit, incumbents=inc)
+    for ev in (h.evaluation, ex.evaluation):
+        check_evaluation(g, ev)
+    hk = objective_key(h.evaluation, objective)[0]
+    ek = objective_key(ex.evaluation, objective)[0]
+    bk = objective_key(base.evaluation, objective)[0] if base is not None else math.nan
+    if hk < ek * (1 - 1e-9):
+        raise AssertionError(f"{name}: heuristic {hk} beats the exact result {ek}: exact is wrong")
+    return {
+        "name": name,
+        "nodes": g.num_nodes,
+        "processors": g.num_procs,
+        "baseline": base.name if base is not None else None,
+        "baseline_s": bk,
+        "heuristic_s": hk,
+        "exact_s": ek,
+        "proven": ex.optimal,
+        "gap": hk / ek - 1.0,
+        "heuristic_time_s": t1 - t0,
+        "exact_time_s": ex.seconds,
+        "exact_nodes": ex.nodes_explored,
+    }
+
+
+def _geo(xs: list[float]) -> float:
+    return float(math.exp(statistics.fmean(math.log(x) for x in xs))) if xs else math.nan
+
+
+def summarize(rows: list[dict[str, Any]], label: str) -> None:
+    proven = [r for r in rows if r["proven"]]
+    gaps_p = [r["gap"] for r in proven]
+    gaps = [r["gap"] for r in rows]
+    with_base = [r for r in rows if not math.isnan(r["baseline_s"])]
+    slower = [r["name"] for r in with_base if r["heuristic_s"] > r["baseline_s"] * (1 + 1e-12)]
+    print(f"== {label}: {len(rows)} instances")
+    print(
+        f"   proven optimal: {len(proven)}/{len(rows)} "
+        f"({100 * len(proven) / max(1, len(rows)):.1f} %)"
+    )
+    if gaps_p:
+        print(
+            f"   heuristic gap to proven optimum: mean {100 * statistics.fmean(gaps_p):.3f} %, "
+            f"worst {100 * max(gaps_p):.3f} %, median {100 * statistics.median(gaps_p):.3f} %, "
+            f"zero-gap share {100 * sum(x < 1e-9 for x in gaps_p) / len(gaps_p):.1f} %"
+        )
+    print(
+        f"   heuristic gap to best known (all): mean {100 * statistics.fmean(gaps):.3f} %, "
+        f"worst {100 * max(gaps):.3f} %"
+    )
+    print(
+        f"   geo-mean speedup over TFLite default: heuristic "
+        f"{_geo([r['baseline_s'] / r['heuristic_s'] for r in with_base]):.3f}x, exact "
+        f"{_geo([r['baseline_s'] / r['exact_s'] for r in with_base]):.3f}x"
+    )
+    for p in sorted({r["processors"] for r in with_base}):
+        sub = [r for r in with_base if r["processors"] == p]
+        print(
+            f"     {p} processors ({len(sub)}): heuristic "
+            f"{_geo([r['baseline_s'] / r['heuristic_s'] for r in sub]):.3f}x, exact "
+            f"{_geo([r['baseline_s'] / r['exact_s'] for r in sub]):.3f}x"
+        )
+    print(f"   slower than baseline: {len(slower)} {slower[:5]}")
+    ht = [r["heuristic_time_s"] for r in rows]
+    et = [r["exact_time_s"] for r in rows]
+    print(
+        f"   time per instance: heuristic median {statistics.median(ht):.3f} s (max {max(ht):.2f}),"
+        f" exact median {statistics.median(et):.3f} s (max {max(et):.2f})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--instances", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=20.0, help="exact solver, per instance")
+    ap.add_argument("--objective", choices=("latency", "throughput"), default="latency")
+    ap.add_argument("--json", help="write per-instance rows here")
+    args = ap.parse_args(argv)
+    rows = []
+    t0 = time.perf_counter()
+    for name, g in synthetic_cases(args.instances, args.seed):
+        r = run_instance(name, g, args.objective, args.time_limit)
+        rows.append(r)
+        print(
+            f"{name:>14} n={r['nodes']:>2} p={r['processors']} gap {100 * r['gap']:6.3f} % "
+            f"{'proven' if r['proven'] else 'UNPROVEN'} speedup "
+            f"{r['baseline_s'] / r['heuristic_s']:.3f}x ({r['baseline']})",
+            flush=True,
+        )
+    print(
+        f"objective {args.objective}, seed {args.seed}, exact time limit {args.time_limit:g} s, "
+        f"wall {time.perf_counter() - t0:.0f} s"
+    )
+    summarize(rows, "synthetic DNN-shaped DAGs")
+    corpus = [run_instance(n, g, args.objective, args.time_limit) for n, g in corpus_cases()]
+    if corpus:
+        summarize(corpus, "fused corpus models x device profiles")
+    else:
+        print(
+            "== fused corpus models x device profiles: not run (needs the fusion pre-pass and "
+            "cost model of issue 5 phase 2)"
+        )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"args": vars(args), "rows": rows + corpus}, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
