@@ -1,0 +1,56 @@
+"""Shared fixtures: the seeded TFLite test corpus, built with TensorFlow (tools/build_corpus.py).
+
+The corpus is cached in ``$EDGEPART_CORPUS_DIR`` (default ``~/.cache/edgepart/corpus``); the first
+session builds it (under a minute on 2 cores), later sessions reuse it. TensorFlow only ever runs
+in the builder's child processes, never in the pytest process.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TOOLS_DIR = Path(__file__).resolve().parent.parent / "tools"
+if str(TOOLS_DIR) not in sys.path:
+    sys.path.insert(0, str(TOOLS_DIR))
+
+import build_corpus  # noqa: E402  (needs TOOLS_DIR on sys.path)
+
+
+def corpus_model(name: str) -> Path:
+    """Path of corpus model ``name`` (default or on-demand), building it if needed.
+
+    On-demand models (``build_corpus.ON_DEMAND``: ``resnet50``, ``big_weights_400mb``, ...) take
+    from 20 s to about two minutes to build the first time; tests using them should be marked
+    ``@pytest.mark.slow``.
+    """
+    return build_corpus.ensure(name, build_corpus.default_out_dir())
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The corpus cache directory."""
+    return build_corpus.default_out_dir()
+
+
+@pytest.fixture(scope="session")
+def corpus(corpus_dir: Path) -> dict[str, Path]:
+    """The default corpus: ``{name: path}`` in registration order, built or reused."""
+    return build_corpus.ensure_all(None, corpus_dir)
+
+
+@pytest.fixture(scope="session")
+def corpus_manifest(corpus: dict[str, Path], corpus_dir: Path) -> dict[str, Any]:
+    """Manifest entries of the default corpus: ``{name: {sha256, ops, features, runnable}}``."""
+    models = build_corpus.load_manifest(corpus_dir)["models"]
+    return {name: models[name] for name in corpus}
+
+
+@pytest.fixture(scope="session")
+def get_corpus_model() -> Callable[[str], Path]:
+    """A function ``name -> Path`` that builds any corpus model on demand (see corpus_model)."""
+    return corpus_model
