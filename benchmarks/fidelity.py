@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Cost-model fidelity on this host: predicted vs measured whole-model latency, in one run.
+
+For every runnable corpus model (``tools/build_corpus.py``) and each executor (XNNPACK and the
+builtin kernels, 1 thread by default), the host profiler (:mod:`edgepart.cost.profiler`) times
+every op/fused group *and* the whole model, interleaved in the same rounds. The prediction is
+what the partitioner would use: a :class:`~edgepart.cost.model.CostModel` over the resulting
+latency table, ``partition_latency(all ops)`` = the measured per-invocation overhead once plus
+the sum of the table's per-op and fused-group values. Nothing is fitted to the models: the only
+inputs are the table's entries.
+
+Prints every model's error, the median absolute error and the share within +-5% and +-10%, for
+three statistics: median, p10 and min. Each comparison uses the same statistic on both sides
+(table entries and the invocation overhead from the op timings, the whole-model figure from its
+own timing); on a shared, busy machine the lower statistics are the less interference-prone.
+
+Usage::
+
+    python benchmarks/fidelity.py [--executors xnnpack,builtin] [--threads 1]
+                                  [--models a,b] [--extra DIR] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+STATS = ("median", "p10", "min")
+
+
+def corpus(names: list[str] | None) -> dict[str, Path]:
+    import build_corpus
+
+    paths = {}
+    for name in names or build_corpus.default_names():
+        try:
+            paths[name] = build_corpus.ensure(name)
+        except build_corpus.CorpusError as err:
+            print(f"skip {name}: the corpus cannot build it ({err})")
+    manifest = build_corpus.load_manifest()
+    out = {}
+    for name, path in paths.items():
+        entry = manifest["models"].get(name, {})
+        if entry.get("runnable", True) is False:
+            print(f"skip {name}: not runnable in LiteRT here ({entry.get('probe_error', '')})")
+            continue
+        out[name] = path
+    return out
+
+
+def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, object]:
+    from edgepart.cost.hardware import Hardware, ProcessorSpec
+    from edgepart.cost.model import CostModel
+    from edgepart.cost.profiler import ProfileConfig, profile_model
+    from edgepart.tflite.reader import read_model
+
+    model = read_model(path)
+    cfg = ProfileConfig(executor=executor, threads=threads)
+    res = profile_model(model, cfg, model_bytes=path.read_bytes(), name=name)
+    assert res.model_stats is not None
+    hw = Hardware("host", (ProcessorSpec("cpu", threads=threads),))
+    row: dict[str, object] = {
+        "model": name,
+        "executor": executor,
+        "ops": model.main.num_ops,
+        "timed": res.timed,
+        "fused": len(res.fused),
+        "profile_s": res.elapsed_s,
+    }
+    for stat in STATS:
+        table = res.table.restat(stat)
+        cm = CostModel(hw, table, table_for={"cpu": res.processor})
+        gc = cm.costs(model.main, model)
+        pred = gc.partition_latency(range(model.main.num_ops), "cpu")
+        ms = res.model_stats
+        meas = {"median": ms.median_s, "p10": ms.p10_s, "min": ms.min_s}[stat]
+        row[f"{stat}_pred_s"] = pred.seconds
+        row[f"{stat}_meas_s"] = meas
+        row[f"{stat}_err"] = pred.seconds / meas - 1.0
+        row["sources"] = gc.source_counts("cpu")
+    return row
+
+
+def summarize(rows: list[dict[str, object]], stat: str, executor: str | None) -> str:
+    sel = [r for r in rows if executor is None or r["executor"] == executor]
+    errs = [abs(float(r[f"{stat}_err"])) for r in sel]  # type: ignore[arg-type]
+    if not errs:
+        return ""
+    w5 = sum(e <= 0.05 for e in errs) / len(errs)
+    w10 = sum(e <= 0.10 for e in errs) / len(errs)
+    who = executor or "all"
+    return (
+        f"{stat:>6} {who:<8}: n={len(errs):>2}  median |err| {statistics.median(errs):6.1%}"
+        f"  within 5%: {w5:6.1%}  within 10%: {w10:6.1%}"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--executors", default="xnnpack,builtin")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models", help="comma-separated corpus names (default: default corpus)")
+    ap.add_argument("--extra", help="directory of additional .tflite files to include")
+    ap.add_argument("--json", help="write all rows here")
+    args = ap.parse_args()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    models = corpus(args.models.split(",") if args.models else None)
+    if args.extra:
+        for p in sorted(Path(args.extra).glob("*.tflite")):
+            models[p.stem] = p
+    rows = []
+    t0 = time.perf_counter()
+    head = f"{'model':<22} {'executor':<8} {'ops':>4} {'fused':>5}"
+    for stat in STATS:
+        head += f" | {stat + ' ms':>9} {'pred':>8} {'err':>7}"
+    print(head + f" | {'prof s':>6}")
+    for name, path in models.items():
+        for ex in args.executors.split(","):
+            try:
+                r = run_one(name, path, ex, args.threads)
+            except Exception as err:
+                print(f"{name:<22} {ex:<8} FAILED: {type(err).__name__}: {err}")
+                continue
+            rows.append(r)
+            line = f"{name:<22} {ex:<8} {r['ops']:>4} {r['fused']:>5}"
+            for stat in STATS:
+                line += (
+                    f" | {float(r[f'{stat}_meas_s']) * 1e3:>9.3f} "
+                    f"{float(r[f'{stat}_pred_s']) * 1e3:>8.3f} "
+                    f"{float(r[f'{stat}_err']):>+7.1%}"
+                )
+            print(line + f" | {float(r['profile_s']):>6.1f}", flush=True)
+    print()
+    for stat in STATS:
+        for ex in [*args.executors.split(","), None]:
+            line = summarize(rows, stat, ex)
+            if line:
+                print(line)
+    print(
+        f"\ntotal {time.perf_counter() - t0:.0f} s; load average at end "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""``edgepart profile MODEL``: measure every op of a model on this host and write a latency table.
+
+The handler is split by target so other targets slot in beside the host one: ``_host`` runs the
+LiteRT profiler here; ``--adb`` runs ``benchmark_model`` on Android phones
+(:func:`edgepart.cli.bench.profile_adb`, options shared with ``edgepart bench``) and produces the
+same :class:`~edgepart.cost.table.LatencyTable` format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "profile",
+        help="time every op (and fused group) of a model with LiteRT; write a latency table",
+        description="Measure every op of a model's main subgraph on this host: each op (or "
+        "group of ops the executor fuses into one kernel, or ops sharing state) is extracted "
+        "into a standalone model and timed with the LiteRT interpreter (warm-up, adaptive "
+        "repeats, median and spread), as is the whole model and the per-invocation overhead. "
+        "Writes a latency table (docs/latency_tables.md).",
+    )
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument(
+        "--executor",
+        choices=("xnnpack", "builtin", "reference"),
+        default="xnnpack",
+        help="xnnpack = LiteRT default (XNNPACK delegate); builtin = builtin kernels "
+        "without default delegates; reference = reference kernels",
+    )
+    p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")
+    p.add_argument("-o", "--output", metavar="JSON", help="write the latency table here")
+    p.add_argument(
+        "--processor", help="processor name in the table (default host_<executor>_<threads>t)"
+    )
+    p.add_argument(
+        "--statistic",
+        choices=("median", "p10", "min"),
+        default="p10",
+        help="statistic a table entry's value is taken from (default p10: "
+        "interference from other processes only adds time)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=0.04,
+        metavar="SECONDS",
+        help="measuring time per op (repeats adapt to it; default 0.04)",
+    )
+    p.add_argument(
+        "--no-fusion", action="store_true", help="do not test which op pairs the executor fuses"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=15,
+        metavar="N",
+        help="print the N slowest units (default 15; 0 = none)",
+    )
+    from edgepart.cli.bench import add_adb_arguments
+
+    add_adb_arguments(p, profile=True)  # the --adb branch: benchmark_model on phones
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from edgepart.errors import UsageError
+
+    if args.threads < 1:
+        raise UsageError(f"--threads {args.threads}: need at least 1")
+    if args.budget <= 0:
+        raise UsageError(f"--budget {args.budget}: need a positive number of seconds")
+    if args.adb:
+        from edgepart.cli.bench import profile_adb
+
+        return profile_adb(args)
+    return _host(args)
+
+
+def _host(args: argparse.Namespace) -> int:
+    from edgepart.cost.profiler import ProfileConfig, profile_model
+    from edgepart.cost.timing import TimingConfig
+    from edgepart.tflite.reader import read_model
+
+    model = read_model(args.model)
+    with open(args.model, "rb") as f:
+        content = f.read()
+    cfg = ProfileConfig(
+        executor=args.executor,
+        threads=args.threads,
+        timing=TimingConfig(budget_s=args.budget),
+        processor=args.processor,
+        statistic=args.statistic,
+        fusion=not args.no_fusion,
+    )
+    bar = None if args.no_progress else _Bar()
+    try:
+        res = profile_model(
+            model, cfg, model_bytes=content, name=args.model, progress=bar.update if bar else None
+        )
+    finally:
+        if bar:
+            bar.close()
+    if args.output:
+        res.table.save(args.output)
+    _report(res, args)
+    return 0
+
+
+def _report(res: Any, args: argparse.Namespace) -> None:
+    pt = res.table.processors[res.processor]
+    if args.top:
+        units = sorted(res.units, key=lambda u: -u.value_s)[: args.top]
+        print(f"{'ops':<14} {'kind':<6} {'value us':>10} {'p10':>9} {'p90':>9} {'n':>4}  signature")
+        for u in units:
+            st = u.stats
+            ops = ",".join(map(str, u.unit.ops))
+            if st is None:
+                print(f"{ops[:14]:<14} {u.kind:<6} {'failed':>10}  {u.error}")
+                continue
+            print(
+                f"{ops[:14]:<14} {u.kind:<6} {u.value_s * 1e6:>10.2f} {st.p10_s * 1e6:>9.2f} "
+                f"{st.p90_s * 1e6:>9.2f} {st.count:>4}  {u.key[:70]}"
+            )
+        print()
+    failed = [u for u in res.units if u.stats is None]
+    print(
+        f"processor {res.processor}: {len(res.units)} units, {res.timed} timed, "
+        f"{len(pt.entries)} table entries, {len(res.fused)} fused groups, "
+        f"{len(failed)} failed, {res.elapsed_s:.1f} s"
+    )
+    print(f"invoke overhead {res.overhead.median_s * 1e6:.2f} us")
+    if res.model_stats is not None:
+        m = res.model_stats
+        err = (res.predicted_s / m.median_s - 1) * 100 if m.median_s > 0 else float("nan")
+        print(
+            f"whole model: measured median {m.median_s * 1e3:.3f} ms (p10 "
+            f"{m.p10_s * 1e3:.3f}, p90 {m.p90_s * 1e3:.3f}); table sum + overhead "
+            f"{res.predicted_s * 1e3:.3f} ms ({err:+.1f}%)"
+        )
+    if args.output:
+        print(f"wrote {args.output}")
+
+
+class _Bar:
+    """tqdm on stderr when available, else a one-line counter."""
+
+    def __init__(self) -> None:
+        self._tqdm: Any = None
+        self._total = 0
+        try:
+            import tqdm  # type: ignore[import-untyped]
+
+            self._mod = tqdm
+        except ImportError:
+            self._mod = None
+
+    def update(self, done: int, total: int, label: str) -> None:
+        if self._mod is not None:
+            if self._tqdm is None:
+                self._tqdm = self._mod.tqdm(
+                    total=total, file=sys.stderr, unit="op", desc="profiling", leave=False
+                )
+            self._tqdm.set_postfix_str(label[:20], refresh=False)
+            self._tqdm.update(done - self._tqdm.n)
+        else:
+            sys.stderr.write(f"\rprofiling {done}/{total} {label[:20]:<20}")
+            sys.stderr.flush()
+            self._total = total
+
+    def close(self) -> None:
+        if self._tqdm is not None:
+            self._tqdm.close()
+        elif self._total:
+            sys.stderr.write("\n")

@@ -1,0 +1,139 @@
+"""Latency-table side of :mod:`edgepart.cost.model`: per-signature lookups and group entries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from edgepart.cost.signature import OpSig
+from edgepart.cost.table import INTERPOLATED, MEASURED, ROOFLINE, ProcessorTable
+from edgepart.cost.work import OpWork
+from edgepart.ir.graph import Subgraph
+
+__all__ = ["SOURCES", "SRC", "fill_from_table", "table_groups"]
+
+SOURCES = (MEASURED, INTERPOLATED, ROOFLINE)
+SRC = {s: i for i, s in enumerate(SOURCES)}
+
+
+def fill_from_table(
+    pt: ProcessorTable,
+    sigs: Sequence[OpSig],
+    work: OpWork,
+    lat: np.ndarray,
+    src: np.ndarray,
+    delegated: np.ndarray,
+) -> None:
+    """Overwrite roofline values with measured/interpolated ones, one lookup per signature.
+
+    Ops of one signature have the same shapes, hence the same work, so one answer serves all.
+    """
+    cls = np.empty(len(sigs), dtype=np.int64)
+    first: dict[int, int] = {}
+    for i, s in enumerate(sigs):
+        cls[i] = first.setdefault(id(s), i)
+    reps = np.unique(cls)
+    vals = np.full(len(sigs), np.nan)
+    codes = np.full(len(sigs), -1, dtype=np.int8)
+    dlg = np.zeros(len(sigs), dtype=bool)
+    flops, nbytes = work.flops, work.bytes
+    for i in reps.tolist():
+        s = sigs[i]
+        est = pt.lookup(s.key, s.family, float(flops[i]), float(nbytes[i]))
+        if est is not None:
+            vals[i] = est.seconds
+            codes[i] = SRC[est.source]
+            dlg[i] = pt.delegated(s.key, s.family)
+    hit = (codes[cls] >= 0) & ~work.folded
+    lat[hit] = vals[cls][hit]
+    src[hit] = codes[cls][hit]
+    delegated[hit] = dlg[cls][hit]
+
+
+def table_groups(
+    sg: Subgraph, pt: ProcessorTable, sigs: Sequence[OpSig], lat: np.ndarray, src: np.ndarray
+) -> list[tuple[tuple[int, ...], str]]:
+    """Groups with a table entry: state groups and fused chains; attribute their time to members.
+
+    Members get shares of the group's value in proportion to their current estimates, so the
+    matrix sums to the group value when the whole group is placed together.
+    """
+    from edgepart.cost import fusion
+    from edgepart.cost.signature import group_signature
+    from edgepart.cost.units import state_groups
+
+    found: list[tuple[tuple[int, ...], str]] = []
+    cands: list[tuple[tuple[int, ...], str]] = []
+    for ops in state_groups(sg):
+        key = group_signature(sg, list(ops), [sigs[i] for i in ops]).key
+        cands.append((ops, key))
+    fused_keys = {k for k, e in pt.entries.items() if e.extra.get("role") == "fused"}
+    if fused_keys:
+        cands.extend(_fused_chains(sg, pt.executor, sigs, fused_keys, fusion.candidate_pairs))
+    for ops, key in cands:
+        e = pt.entries.get(key)
+        if e is None:
+            continue
+        idx = list(ops)
+        share = lat[idx].astype(np.float64)
+        tot = share.sum()
+        share = share / tot if tot > 0 and np.isfinite(tot) else np.full(len(idx), 1 / len(idx))
+        lat[idx] = e.value_s * share
+        src[idx] = SRC[MEASURED]
+        found.append((ops, key))
+    return found
+
+
+def _fused_chains(
+    sg: Subgraph,
+    executor: str,
+    sigs: Sequence[OpSig],
+    fused_keys: set[str],
+    pairs_of: Callable[[Subgraph, str], list[tuple[int, ...]]],
+) -> list[tuple[tuple[int, ...], str]]:
+    """Chains built from candidate pairs whose group key the table marks as fused."""
+    from edgepart.cost.signature import group_key
+
+    keys: dict[int, str] = {}
+    pair_keys: dict[tuple[int, ...], str] = {}
+
+    def key_of(i: int) -> str:
+        s = sigs[i]
+        k = keys.get(id(s))
+        if k is None:
+            k = keys[id(s)] = s.key
+        return k
+
+    def key_of_chain(ops: list[int]) -> str:
+        # candidate chains are linear (each member feeds the next); one string per distinct
+        # sequence of signatures
+        ident = tuple(id(sigs[i]) for i in ops)
+        k = pair_keys.get(ident)
+        if k is None:
+            edges = [(j, j + 1) for j in range(len(ops) - 1)]
+            k = pair_keys[ident] = group_key([key_of(i) for i in ops], edges)
+        return k
+
+    chains: list[list[int]] = []
+    chain_key: list[str] = []
+    chain_of: dict[int, int] = {}
+    for a, b in pairs_of(sg, executor):
+        if b in chain_of:
+            continue
+        if a in chain_of and chains[chain_of[a]][-1] != a:
+            continue
+        base = chains[chain_of[a]] if a in chain_of else [a]
+        trial = [*base, b]
+        key = key_of_chain(trial)
+        if key not in fused_keys:
+            continue
+        if a in chain_of:
+            base.append(b)
+            chain_key[chain_of[a]] = key
+            chain_of[b] = chain_of[a]
+        else:
+            chains.append(trial)
+            chain_key.append(key)
+            chain_of[a] = chain_of[b] = len(chains) - 1
+    return [(tuple(c), k) for c, k in zip(chains, chain_key, strict=True)]

@@ -1,0 +1,269 @@
+"""The :class:`CostModel` the partitioner calls: op, group, partition and transfer costs.
+
+A cost model combines a device's :class:`~edgepart.cost.hardware.Hardware` (roofs, overheads,
+links) with measured latency tables. For each processor, an op's latency comes from, in order of
+preference, a *measured* table entry, a value *interpolated* from measured ops of the same
+family, or the *roofline*; every number says which (:class:`~edgepart.cost.table.Estimate`).
+
+Costing is per subgraph and cached: :meth:`CostModel.costs` computes the work of all ops, their
+signatures and an ``[ops, processors]`` latency matrix once (vectorized; one table lookup per
+distinct signature), then every query is an array lookup.
+
+Terms of a placed model's latency, all first-class here:
+
+- per op (or fused group) on its processor: :meth:`GraphCosts.op_latency`,
+  :meth:`GraphCosts.group_latency` (fusion-aware: a group the executor runs as one kernel, as
+  recorded in the table, costs its measured group time);
+- per partition invocation: the processor's dispatch overhead, :meth:`GraphCosts.invoke_overhead`
+  (measured by the profiler where a table exists, else the profile's ``dispatch_overhead_s``);
+  :meth:`GraphCosts.partition_latency` = overhead + group latency;
+- per tensor crossing a partition boundary between memory domains: link latency plus bytes over
+  link bandwidth, :meth:`GraphCosts.transfer_cost` (zero within one domain, ``inf`` without a
+  link).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+
+import numpy as np
+
+from edgepart.cost._table_costs import SOURCES, SRC, fill_from_table, table_groups
+from edgepart.cost.hardware import Hardware
+from edgepart.cost.roofline import Roofline, roofline
+from edgepart.cost.table import (
+    INTERPOLATED,
+    MEASURED,
+    ROOFLINE,
+    Estimate,
+    LatencyTable,
+)
+from edgepart.cost.work import OpWork, op_work
+from edgepart.errors import LatencyTableError
+from edgepart.ir.graph import Model, Subgraph
+
+__all__ = ["SOURCES", "CostModel", "GraphCosts"]
+
+_SRC = SRC
+
+
+class CostModel:
+    """Latency and transfer costs on one device (see the module docstring).
+
+    Parameters
+    ----------
+    hardware
+        The device's processors and links.
+    tables
+        Measured latency tables (merged); a processor uses the table processor of the same
+        name unless ``table_for`` maps it to another (e.g. ``{"cpu": "host_xnnpack_1t"}``).
+        A processor whose ``latency_table`` names a file gets that file's table.
+    """
+
+    def __init__(
+        self,
+        hardware: Hardware,
+        tables: LatencyTable | None = None,
+        *,
+        table_for: Mapping[str, str] | None = None,
+    ) -> None:
+        self.hardware = hardware
+        self.tables = tables or LatencyTable()
+        self.table_for = dict(table_for or {})
+        for spec in hardware.processors:
+            if spec.latency_table and spec.name not in self.table_for:
+                # a processor pointing at a table file: merge it, use its only processor
+                from edgepart.cost.table import load_table
+
+                own = load_table(spec.latency_table)
+                if len(own.processors) != 1:
+                    raise LatencyTableError(
+                        f"{spec.latency_table}: processor {spec.name!r} points at this table, "
+                        f"which has {sorted(own.processors)}; give it exactly one processor "
+                        "or map it with table_for"
+                    )
+                self.tables = self.tables.merge(own)
+                self.table_for[spec.name] = next(iter(own.processors))
+        for proc, tname in self.table_for.items():
+            hardware.processor(proc)  # raises listing the processors
+            self.tables.processor(tname)  # raises listing the table's processors
+        self._cache: weakref.WeakKeyDictionary[Subgraph, GraphCosts] = weakref.WeakKeyDictionary()
+
+    def table_name(self, proc: str) -> str | None:
+        """The latency-table processor backing ``proc``, or ``None``."""
+        name = self.table_for.get(proc, proc)
+        return name if name in self.tables.processors else None
+
+    def costs(self, sg: Subgraph, model: Model | None = None) -> GraphCosts:
+        """The (cached) costs of every op of ``sg`` on every processor."""
+        gc = self._cache.get(sg)
+        if gc is None:
+            gc = GraphCosts(self, sg, model)
+            self._cache[sg] = gc
+        return gc
+
+
+class GraphCosts:
+    """Costs of one subgraph on one device; built by :meth:`CostModel.costs`."""
+
+    def __init__(self, cm: CostModel, sg: Subgraph, model: Model | None) -> None:
+        self.cm = cm
+        self.sg = sg
+        hw = cm.hardware
+        self.processors = hw.processor_names
+        self.work: OpWork = op_work(sg, model)
+        self.roofline: Roofline = roofline(self.work, hw)
+        lat = self.roofline.time_s.copy()
+        src = np.full(lat.shape, _SRC[ROOFLINE], dtype=np.int8)
+        self._groups: list[list[tuple[tuple[int, ...], str]]] = [[] for _ in self.processors]
+        self._gid = np.full((sg.num_ops, len(self.processors)), -1, dtype=np.int64)
+        # ops the table says run inside a delegate, and what one delegate partition costs
+        self._delegated = np.zeros((sg.num_ops, len(self.processors)), dtype=bool)
+        self._node_s = np.zeros(len(self.processors))
+        self._overhead: list[Estimate] = []
+        sigs = None
+        for p, proc in enumerate(hw.processors):
+            tname = cm.table_name(proc.name)
+            if tname is None:
+                self._overhead.append(Estimate(proc.invoke_overhead_s, "profile"))
+                continue
+            pt = cm.tables.processors[tname]
+            self._overhead.append(
+                Estimate(pt.invoke_overhead_s, MEASURED, "table invoke_overhead")
+                if pt.invoke_overhead is not None
+                else Estimate(proc.invoke_overhead_s, "profile")
+            )
+            if sigs is None:
+                from edgepart.cost.signature import op_signatures
+
+                sigs = op_signatures(sg)
+            fill_from_table(pt, sigs, self.work, lat[:, p], src[:, p], self._delegated[:, p])
+            self._node_s[p] = pt.delegate_node_s
+            self._groups[p] = table_groups(sg, pt, sigs, lat[:, p], src[:, p])
+            for g, (ops, key) in enumerate(self._groups[p]):
+                self._gid[list(ops), p] = g
+                if int(pt.entries[key].extra.get("delegate_nodes", 0)) > 0:
+                    self._delegated[list(ops), p] = True
+        self.latency = lat
+        self.source = src
+
+    # ------------------------------------------------------------------ queries
+    def proc_index(self, proc: str | int) -> int:
+        if isinstance(proc, int):
+            return proc
+        try:
+            return self.processors.index(proc)
+        except ValueError:
+            raise LatencyTableError(
+                f"no processor {proc!r}; processors: {list(self.processors)}"
+            ) from None
+
+    def op_latency(self, op: int, proc: str | int) -> Estimate:
+        """Latency of one op inside an invocation on ``proc`` (no dispatch overhead)."""
+        p = self.proc_index(proc)
+        return Estimate(float(self.latency[op, p]), SOURCES[int(self.source[op, p])])
+
+    def group_latency(self, ops: Iterable[int], proc: str | int) -> Estimate:
+        """Latency of a set of ops run in one invocation on ``proc``, fusion-aware.
+
+        Fused groups (from the table) wholly inside the set cost their group entry; other ops
+        cost their own. The source is the least certain one used.
+        """
+        p = self.proc_index(proc)
+        idx = np.unique(
+            np.asarray(ops if isinstance(ops, np.ndarray) else list(ops), dtype=np.int64)
+        )
+        # group members carry shares summing to the group's measured value, so a whole group
+        # adds up exactly; a group cut by the set runs unfused, which its shares understate
+        total = float(self.latency[idx, p].sum())
+        worst = int(self.source[idx, p].max(initial=0))
+        groups = self._groups[p]
+        if groups:
+            gid = self._gid[idx, p]
+            gid = gid[gid >= 0]
+            if len(gid):
+                sizes = np.array([len(g[0]) for g in groups])
+                counts = np.bincount(gid, minlength=len(groups))
+                if ((counts > 0) & (counts < sizes)).any():
+                    worst = max(worst, _SRC[INTERPOLATED])
+        return Estimate(total, SOURCES[worst], f"{len(idx)} ops")
+
+    def invoke_overhead(self, proc: str | int) -> Estimate:
+        """Fixed cost of one partition invocation on ``proc``."""
+        return self._overhead[self.proc_index(proc)]
+
+    def partition_latency(self, ops: Iterable[int], proc: str | int) -> Estimate:
+        """One invocation of ``ops`` on ``proc``.
+
+        Dispatch overhead, plus the group latency, plus one delegate node per delegate
+        partition the executor would form among the ops (measured per-node cost times the
+        number of connected groups of ops the table records as delegated).
+        """
+        p = self.proc_index(proc)
+        idx = np.unique(np.asarray(ops if isinstance(ops, np.ndarray) else list(ops), np.int64))
+        g = self.group_latency(idx, p)
+        o = self.invoke_overhead(p)
+        parts = self.delegate_partitions(idx, p) if self._node_s[p] > 0 else 0
+        total = g.seconds + o.seconds + parts * float(self._node_s[p])
+        detail = f"{g.detail} + overhead ({o.source})"
+        if parts:
+            detail += f" + {parts} delegate partition(s)"
+        return Estimate(total, g.source, detail)
+
+    def delegate_partitions(self, ops: Iterable[int], proc: str | int) -> int:
+        """Connected groups of delegated ops among ``ops`` (each one delegate kernel)."""
+        p = self.proc_index(proc)
+        idx = np.asarray(ops if isinstance(ops, np.ndarray) else list(ops), np.int64)
+        d = idx[self._delegated[idx, p]]
+        if len(d) == 0:
+            return 0
+        member = np.zeros(self.sg.num_ops, dtype=bool)
+        member[d] = True
+        src, dst = self._edges
+        keep = member[src] & member[dst]
+        parent = {int(i): int(i) for i in d.tolist()}
+
+        def find(a: int) -> int:
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            return a
+
+        for a, b in zip(src[keep].tolist(), dst[keep].tolist(), strict=True):
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+        return len({find(i) for i in parent})
+
+    @cached_property
+    def _edges(self) -> tuple[np.ndarray, np.ndarray]:
+        from edgepart.ir.analysis import op_edges
+
+        return op_edges(self.sg)
+
+    def transfer_cost(self, tensor: int, src: str | int, dst: str | int) -> float:
+        """Seconds to hand ``tensor`` from processor ``src`` to ``dst`` (0 within one domain)."""
+        return self.transfer_bytes(float(self.sg.tensor_nbytes[tensor]), src, dst)
+
+    def transfer_bytes(self, nbytes: float, src: str | int, dst: str | int) -> float:
+        """Seconds to move ``nbytes`` between the memory domains of two processors."""
+        hw = self.cm.hardware
+        a = hw.processors[self.proc_index(src)].domain
+        b = hw.processors[self.proc_index(dst)].domain
+        if a == b:
+            return 0.0
+        link = hw.link(a, b)
+        return math.inf if link is None else link.cost(nbytes)
+
+    def groups(self, proc: str | int) -> list[tuple[int, ...]]:
+        """Op groups on ``proc`` costed by a group entry (fused kernels, shared state)."""
+        return [g[0] for g in self._groups[self.proc_index(proc)]]
+
+    def source_counts(self, proc: str | int) -> dict[str, int]:
+        """How many ops' latencies on ``proc`` come from each source."""
+        p = self.proc_index(proc)
+        counts = np.bincount(self.source[:, p], minlength=len(SOURCES))
+        return {s: int(c) for s, c in zip(SOURCES, counts, strict=True)}

@@ -1,0 +1,64 @@
+"""Latency statistics of repeated measurements (:class:`Stats`) and how they are computed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["STAT_GETTERS", "Stats", "stats_from_samples"]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Latency statistics of one measured item, in seconds."""
+
+    median_s: float
+    p10_s: float
+    p90_s: float
+    min_s: float
+    count: int
+    warmup: int = 0
+    batch: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "median_s": float(self.median_s),
+            "p10_s": float(self.p10_s),
+            "p90_s": float(self.p90_s),
+            "min_s": float(self.min_s),
+            "count": int(self.count),
+            "warmup": int(self.warmup),
+            "batch": int(self.batch),
+        }
+
+
+STAT_GETTERS: dict[str, Callable[[Stats], float]] = {
+    "median": lambda s: s.median_s,
+    "p10": lambda s: s.p10_s,
+    "min": lambda s: s.min_s,
+}
+
+
+def stats_from_samples(samples_s: list[float], warmup: int, batch: int) -> Stats:
+    """Median, p10, p90 and min of per-invocation samples (seconds)."""
+    xs = sorted(samples_s)
+    return Stats(
+        median_s=_quantile(xs, 0.5),
+        p10_s=_quantile(xs, 0.1),
+        p90_s=_quantile(xs, 0.9),
+        min_s=xs[0] if xs else math.nan,
+        count=len(xs),
+        warmup=warmup,
+        batch=batch,
+    )
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    if not xs:
+        return math.nan
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])

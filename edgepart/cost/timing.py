@@ -1,0 +1,323 @@
+"""The timing loop: how edgepart measures one model with the real LiteRT interpreter.
+
+:func:`time_model` does, in order:
+
+1. Build ``ai_edge_litert.interpreter.Interpreter(model_content=..., num_threads=N,
+   experimental_op_resolver_type=R)`` with ``R`` from the executor: ``xnnpack`` = ``AUTO`` (the
+   default XNNPACK delegate applies), ``builtin`` = ``BUILTIN_WITHOUT_DEFAULT_DELEGATES``,
+   ``reference`` = ``BUILTIN_REF``; then ``allocate_tensors()``.
+2. Set every input once to seeded random data of its dtype and shape (inputs are not re-set
+   between invocations, so the loop times ``invoke()`` alone).
+3. Warm up: ``invoke()`` ``warmup`` times (XNNPACK packs weights on the first call, caches
+   and branch predictors fill); the last warm-up times one invocation, ``t1``.
+4. Batch size ``b = ceil(batch_s / t1)`` so one sample spans about ``batch_s`` (default 1 ms):
+   a ``perf_counter_ns`` pair then costs well under 1% of a sample, even for 1 µs ops.
+5. Repeats: as many samples as fit in ``budget_s`` (default 0.04 s), clamped to
+   ``[min_repeats, max_repeats]`` (default 5..200); each sample is the mean of ``b``
+   back-to-back ``invoke()`` calls.
+6. Statistics over samples: median, p10, p90, min (:class:`~edgepart.cost.table.Stats`).
+
+When many items are measured (the profiler's ops, fused groups, the whole model and the
+overhead model), steps 1 to 4 run for all of them first and step 5 then runs *round-robin*
+(:func:`run_rounds`): one sample of each item per round, so interference from other processes
+on a shared machine spreads evenly instead of inflating whichever item it happened to hit.
+
+Every figure includes the Python-to-C++ call and the interpreter's per-invocation work. That
+fixed part is measured the same way on a minimal model (:func:`overhead_model`) so a cost model
+can pay it once per invocation rather than once per op.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from edgepart.cost.table import Stats, stats_from_samples
+from edgepart.errors import RuntimeBackendError, UsageError
+
+__all__ = [
+    "EXECUTORS",
+    "Timer",
+    "TimingConfig",
+    "invoke_overhead",
+    "make_interpreter",
+    "overhead_timer",
+    "prepare",
+    "run_rounds",
+    "time_model",
+]
+
+EXECUTORS = ("xnnpack", "builtin", "reference")
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """Knobs of the timing loop (see the module docstring)."""
+
+    warmup: int = 3
+    min_repeats: int = 5
+    max_repeats: int = 200
+    budget_s: float = 0.04
+    batch_s: float = 1e-3
+    seed: int = 0
+
+
+def _resolver(executor: str) -> Any:
+    from ai_edge_litert.interpreter import OpResolverType
+
+    table = {
+        "xnnpack": OpResolverType.AUTO,
+        "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        "reference": OpResolverType.BUILTIN_REF,
+    }
+    if executor not in table:
+        raise UsageError(f"unknown executor {executor!r}; choose one of {list(EXECUTORS)}")
+    return table[executor]
+
+
+def make_interpreter(
+    content: bytes, executor: str, threads: int, *, preserve_all_tensors: bool = False
+) -> Any:
+    """A ready LiteRT interpreter (tensors allocated) for a model's bytes."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    try:
+        it = Interpreter(
+            model_content=content,
+            num_threads=threads,
+            experimental_op_resolver_type=_resolver(executor),
+            experimental_preserve_all_tensors=preserve_all_tensors,
+        )
+        it.allocate_tensors()
+    except (RuntimeError, ValueError) as err:
+        msg = str(err).strip().splitlines()
+        raise RuntimeBackendError(
+            f"LiteRT cannot prepare the model with the {executor} executor: "
+            f"{msg[0] if msg else type(err).__name__}"
+        ) from None
+    return it
+
+
+def fill_inputs(it: Any, seed: int, values: Mapping[str, np.ndarray] | None = None) -> None:
+    """Set every input to seeded random data of its dtype (values in a benign range).
+
+    Each input's generator is seeded from ``seed`` and the tensor's *name*, so a tensor gets
+    the same values in the whole model and in any extracted piece that takes it as an input
+    (a loop's trip count, say, stays the same). ``values`` maps input names to the exact data
+    to use (the profiler passes the values a tensor has in a real run of the whole model, so
+    shape tensors, indices and loop counts of extracted pieces are the real ones).
+    """
+    for d in it.get_input_details():
+        rng = np.random.default_rng([seed, zlib.crc32(str(d["name"]).encode())])
+        shape = tuple(int(s) for s in d["shape"])
+        dt = np.dtype(d["dtype"])
+        given = None if values is None else values.get(str(d["name"]))
+        if given is not None and given.shape == shape and given.dtype == dt:
+            x = given
+        elif dt.kind == "f":
+            x = rng.uniform(-1.0, 1.0, size=shape).astype(dt)
+        elif dt.kind == "b":
+            x = rng.integers(0, 2, size=shape).astype(dt)
+        elif dt.kind in "iu":
+            hi = 8 if dt.itemsize > 1 else 100
+            lo = 0 if dt.kind == "u" or dt.itemsize > 1 else -100
+            x = rng.integers(lo, hi, size=shape).astype(dt)
+        else:
+            x = np.zeros(shape, dtype=dt)
+        it.set_tensor(d["index"], x)
+
+
+class Timer:
+    """One prepared interpreter being timed: warm-up, batch size and samples so far."""
+
+    def __init__(self, it: Any, cfg: TimingConfig) -> None:
+        self.invoke = it.invoke
+        self.cfg = cfg
+        self.samples: list[float] = []
+        self.delegate_nodes = delegate_nodes(it)
+        clock = time.perf_counter_ns
+        t1 = 0
+        try:
+            for _ in range(max(cfg.warmup, 1)):
+                t0 = clock()
+                self.invoke()
+                t1 = clock() - t0
+        except (RuntimeError, ValueError) as err:
+            msg = str(err).strip().splitlines()
+            raise RuntimeBackendError(f"LiteRT invoke failed: {msg[0] if msg else err}") from None
+        per = max(t1, 50) * 1e-9
+        self.batch = max(1, math.ceil(cfg.batch_s / per))
+        self.repeats = int(
+            min(max(cfg.budget_s / (per * self.batch), cfg.min_repeats), cfg.max_repeats)
+        )
+
+    @property
+    def done(self) -> bool:
+        return len(self.samples) >= self.repeats
+
+    def block(self, samples: int) -> None:
+        """One untimed invocation (re-warms caches others evicted), then ``samples`` samples."""
+        self.invoke()
+        for _ in range(samples):
+            self.sample()
+        self.repeats = max(self.repeats, len(self.samples))
+
+    def sample(self) -> None:
+        """Take one sample: the mean time of ``batch`` back-to-back invocations."""
+        invoke, clock, n = self.invoke, time.perf_counter_ns, self.batch
+        t0 = clock()
+        for _ in range(n):
+            invoke()
+        self.samples.append((clock() - t0) * 1e-9 / n)
+
+    def stats(self, since: int = 0) -> Stats:
+        """Statistics of the samples taken so far (from sample ``since`` on)."""
+        return stats_from_samples(self.samples[since:], self.cfg.warmup, self.batch)
+
+    def more(self, repeats: int) -> int:
+        """Ask for ``repeats`` further samples; returns where they will start."""
+        start = len(self.samples)
+        self.repeats = start + repeats
+        return start
+
+
+def prepare(
+    content: bytes,
+    executor: str,
+    threads: int,
+    cfg: TimingConfig,
+    values: Mapping[str, np.ndarray] | None = None,
+) -> Timer:
+    """Steps 1 to 4 of the loop: interpreter, inputs, warm-up, batch size and repeat count."""
+    it = make_interpreter(content, executor, threads)
+    fill_inputs(it, cfg.seed, values)
+    return Timer(it, cfg)
+
+
+def delegate_nodes(it: Any) -> int:
+    """How many delegate kernels (e.g. XNNPACK partitions) the interpreter's graph has."""
+    try:
+        ops = it._get_ops_details()  # the interpreter's node list, delegate nodes included
+    except (AttributeError, RuntimeError, ValueError):
+        return 0
+    return sum(1 for d in ops if d.get("op_name") == "DELEGATE")
+
+
+def run_rounds(
+    timers: Sequence[Timer],
+    on_round: Callable[[int, int], None] | None = None,
+    max_rounds: int | None = None,
+) -> None:
+    """Sample the timers round-robin until each has its repeats (or ``max_rounds`` rounds).
+
+    Interleaving spreads any interference from other processes evenly over all items, instead
+    of penalizing whichever item happened to be measured while the machine was busy.
+    """
+    active = [t for t in timers if not t.done]
+    rounds = max((t.repeats - len(t.samples) for t in active), default=0)
+    r = 0
+    while active and (max_rounds is None or r < max_rounds):
+        for t in active:
+            t.sample()
+        active = [t for t in active if not t.done]
+        r += 1
+        if on_round is not None:
+            on_round(r, rounds)
+
+
+def time_interpreter(it: Any, cfg: TimingConfig) -> Stats:
+    """Run the timing loop (steps 3 to 6 of the module docstring) on a prepared interpreter."""
+    t = Timer(it, cfg)
+    run_rounds([t])
+    return t.stats()
+
+
+def time_model(
+    content: bytes, executor: str, threads: int, cfg: TimingConfig | None = None
+) -> Stats:
+    """Time one model's ``invoke()`` with the documented loop (module docstring)."""
+    cfg = cfg or TimingConfig()
+    t = prepare(content, executor, threads, cfg)
+    run_rounds([t])
+    return t.stats()
+
+
+def reference_values(content: bytes, names: Sequence[str], seed: int) -> dict[str, np.ndarray]:
+    """The values tensors take in one run of a whole model on the seeded inputs.
+
+    Runs the builtin kernels with every intermediate tensor preserved and returns copies of the
+    named tensors (those the run produced); an empty dict if the model cannot run that way.
+    """
+    try:
+        it = make_interpreter(content, "builtin", 1, preserve_all_tensors=True)
+        fill_inputs(it, seed)
+        it.invoke()
+    except (RuntimeBackendError, RuntimeError, ValueError):
+        return {}
+    wanted = set(names)
+    out: dict[str, np.ndarray] = {}
+    for d in it.get_tensor_details():
+        name = str(d["name"])
+        if np.dtype(d["dtype"]).kind not in "fiub":  # resources, strings: not safe to read
+            continue
+        if name in wanted and name not in out:
+            try:
+                out[name] = np.array(it.get_tensor(d["index"]))
+            except ValueError:  # tensors without data (resources, freed buffers)
+                continue
+    return out
+
+
+def overhead_model(delegate_node: bool = False) -> bytes:
+    """A minimal model whose invocation measures fixed costs.
+
+    Without ``delegate_node``: a model without ops (its input is its output), the cost of an
+    invocation itself. With it: a one-element ``ADD``, which XNNPACK takes as a one-node
+    delegate partition; the difference between the two is what one delegate node costs
+    (entering the delegate kernel and running its runtime), paid once per partition.
+    """
+    from edgepart.ir.builder import ModelBuilder
+    from edgepart.ir.dtypes import DType
+    from edgepart.tflite.writer import write_model
+
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    a = g.input("a", DType.FLOAT32, (1,))
+    if delegate_node:
+        y = g.tensor("y", DType.FLOAT32, (1,))
+        g.op("ADD", [a, a], [y])
+        g.output(y)
+        mb.add_signature("serving_default", 0, [("a", a)], [("y", y)])
+    else:
+        g.output(a)
+        mb.add_signature("serving_default", 0, [("a", a)], [("a", a)])
+    return write_model(mb.build())
+
+
+def overhead_timer(
+    executor: str, threads: int, cfg: TimingConfig | None = None, *, delegate_node: bool = False
+) -> Timer:
+    """A prepared :class:`Timer` of :func:`overhead_model` (at least 20 samples)."""
+    cfg = cfg or TimingConfig()
+    heavier = TimingConfig(
+        cfg.warmup,
+        max(cfg.min_repeats, 20),
+        cfg.max_repeats,
+        max(cfg.budget_s, 0.1),
+        cfg.batch_s,
+        cfg.seed,
+    )
+    return prepare(overhead_model(delegate_node), executor, threads, heavier)
+
+
+def invoke_overhead(executor: str, threads: int, cfg: TimingConfig | None = None) -> Stats:
+    """Per-invocation overhead of an executor: the timing of :func:`overhead_model`."""
+    t = overhead_timer(executor, threads, cfg)
+    run_rounds([t])
+    return t.stats()
