@@ -259,6 +259,8 @@ class _Parser:
         )
         opt_type = _code_names("BuiltinOptions", opt_code)
         opt2_type = _code_names("BuiltinOptions2", opt2_code)
+        options = _OptionsColumn(fb, opt_type, opt_pos)
+        options2 = _OptionsColumn(fb, opt2_type, opt2_pos)
         co_s, co_l = ops.vector_spans("custom_options", 1)
         co_fmt = ops.scalar("custom_options_format")
         mv_s, mv_l = ops.vector_spans("mutating_variable_inputs", 1)
@@ -299,8 +301,8 @@ class _Parser:
                     op_inputs=op_in,
                     op_outputs=op_out,
                     op_intermediates=op_im,
-                    op_options=LazySeq(o1 - o0, _options_decoder(fb, opt_type, opt_pos, o0)),
-                    op_options2=LazySeq(o1 - o0, _options_decoder(fb, opt2_type, opt2_pos, o0)),
+                    op_options=LazySeq(o1 - o0, options.decoder(o0)),
+                    op_options2=LazySeq(o1 - o0, options2.decoder(o0)),
                     op_custom_options=LazySeq(
                         o1 - o0, _custom_options_decoder(fb, co_s, co_l, lco_off, lco_size, o0)
                     ),
@@ -414,14 +416,76 @@ def _group_types(n: int, groups: dict[str, tuple[np.ndarray, Tables]]) -> list[s
     return types
 
 
-def _options_decoder(fb: FlatBuffer, types: list[str | None], pos: np.ndarray, base: int) -> Any:
-    def decode(i: int) -> Options | None:
-        tname = types[base + i]
-        if tname is None:
-            return None
-        return Options(tname, decode_table(fb, tname, int(pos[base + i])), canonical=True)
+class _OptionsColumn:
+    """Builtin options of every op, decoded one options *type* at a time.
 
-    return decode
+    The first time an op of type T is asked for, the scalar fields of every T-op are read as
+    NumPy columns (one gather per field); each op's ``Options`` is then a dict built from those
+    columns. Types with vectors, strings or nested tables decode those fields per op.
+    """
+
+    def __init__(self, fb: FlatBuffer, types: list[str | None], pos: np.ndarray) -> None:
+        self.fb = fb
+        self.types = types
+        self.pos = pos
+        self.columns: dict[str, tuple[dict[int, int], dict[str, list[Any]], list[str]]] = {}
+
+    def _columns(self, tname: str) -> tuple[dict[int, int], dict[str, list[Any]], list[str]]:
+        cols = self.columns.get(tname)
+        if cols is None:
+            rows = [k for k, t in enumerate(self.types) if t == tname]
+            table = Tables(self.fb, tname, self.pos[np.asarray(rows, dtype=np.int64)], tname)
+            values: dict[str, list[Any]] = {}
+            other: list[str] = []
+            for name, _, ftype, _default, enum in TABLES[tname]:
+                if ftype == "utype":
+                    continue
+                if ftype not in _SCALAR_TYPES:
+                    other.append(name)
+                    continue
+                col = table.scalar(name)
+                if ftype == "bool":
+                    values[name] = col.astype(bool).tolist()
+                elif enum is not None:
+                    names = ENUMS[enum]
+                    values[name] = [names.get(v, v) for v in col.tolist()]
+                else:
+                    values[name] = col.tolist()
+            cols = self.columns[tname] = ({r: k for k, r in enumerate(rows)}, values, other)
+        return cols
+
+    def decoder(self, base: int) -> Any:
+        def decode(i: int) -> Options | None:
+            j = base + i
+            tname = self.types[j]
+            if tname is None:
+                return None
+            index, values, other = self._columns(tname)
+            if other:  # vectors, strings, nested tables: the per-op decoder has them all
+                return Options(
+                    tname, decode_table(self.fb, tname, int(self.pos[j])), canonical=True
+                )
+            k = index[j]
+            return Options(tname, {name: col[k] for name, col in values.items()}, canonical=True)
+
+        return decode
+
+
+_SCALAR_TYPES = frozenset(
+    {
+        "bool",
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "uint64",
+        "float32",
+        "float64",
+    }
+)
 
 
 def _custom_options_decoder(
