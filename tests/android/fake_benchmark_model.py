@@ -732,8 +732,9 @@ def write_runtime_info(path: str, model_t: Any, interp: Any, details: list[dict[
         e.id, e.name = t["index"], t["name"]
         e.data_type = _TFLITE_TYPE.get(np.dtype(t["dtype"]).type, 0)
         e.shape.extend(int(x) for x in t["shape"])
-        e.allocation_type = "kTfLiteMmapRo" if is_constant(model_t, t["index"]) and \
-            t["index"] < len(sg.tensors) else "kTfLiteArenaRw"
+        # kernels add scratch tensors past the model's own (e.g. CONV_2D's im2col)
+        e.allocation_type = "kTfLiteMmapRo" if t["index"] < len(sg.tensors) and \
+            is_constant(model_t, t["index"]) else "kTfLiteArenaRw"
         e.size = int(np.prod(t["shape"])) * np.dtype(t["dtype"]).itemsize
     for i, op in enumerate(sg.operators):
         n = rs.nodes.add()
