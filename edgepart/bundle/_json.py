@@ -1,0 +1,89 @@
+"""Canonical JSON for bundle files and JSON Schema validation with one-line errors."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from edgepart.errors import BundleError
+
+__all__ = ["canonical", "dumps", "parse", "validate"]
+
+
+def canonical(value: Any) -> Any:
+    """Plain JSON values: NumPy scalars/arrays to Python, tuples to lists, non-finite to None."""
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [canonical(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable: {value!r}")
+
+
+def dumps(doc: Any) -> bytes:
+    """Deterministic UTF-8 JSON: sorted keys, one-space indent, trailing newline."""
+    text = json.dumps(canonical(doc), sort_keys=True, indent=1, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def parse(data: bytes, where: str) -> Any:
+    """Parse JSON bytes; a syntax error becomes a :class:`BundleError` naming line and column."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise BundleError(
+            f"{where}: not UTF-8 text (byte {err.start}); the file is corrupted"
+        ) from None
+    except json.JSONDecodeError as err:
+        raise BundleError(
+            f"{where}: invalid JSON at line {err.lineno} column {err.colno} ({err.msg}); "
+            "the file is corrupted or truncated"
+        ) from None
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    import jsonschema
+
+    text = resources.files("edgepart").joinpath("schemas").joinpath(name).read_text("utf-8")
+    schema = json.loads(text)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def json_path(path: Sequence[Any]) -> str:
+    """``$.partitions[2].ops[0]`` style location."""
+    out = "$"
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def validate(doc: Any, schema: str, where: str) -> None:
+    """Validate ``doc`` against ``edgepart/schemas/<schema>``; raise the most relevant error."""
+    import jsonschema
+
+    errors = list(_validator(schema).iter_errors(doc))
+    if not errors:
+        return
+    err = jsonschema.exceptions.best_match(errors)
+    # best_match may pick a oneOf parent; its deepest context names the field that is wrong
+    while err.context:
+        err = jsonschema.exceptions.best_match(err.context)
+    msg = err.message
+    if len(msg) > 160:
+        msg = msg[:157] + "..."
+    raise BundleError(f"{where}: {json_path(err.absolute_path)}: {msg} (schema {schema})")

@@ -1,0 +1,372 @@
+"""The bundle format: versioned constants, the typed view of ``plan.json`` / ``arena.json``,
+and their validation (:func:`plan_from_doc`, :func:`arena_from_doc`); loading a bundle directory
+is :func:`edgepart.bundle.load.load_bundle`.
+
+A bundle is a directory (layout and field reference in ``docs/bundle.md``)::
+
+    manifest.json          format, version, creator, source model, profile, every file + sha256
+    plan.json              partitions in dependency order, model inputs/outputs, predictions
+    arena.json             optional: static layout of boundary (and internal) buffers
+    partitions/<id>.tflite one standalone model per partition
+    report.txt             short human summary
+
+Everything here is plain JSON and ``.tflite``: the Android demo reads the same files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgepart.bundle import _json
+from edgepart.bundle._checks import check_arena, check_plan
+from edgepart.errors import BundleError
+
+__all__ = [
+    "ARENA_FORMAT",
+    "BUNDLE_FORMAT",
+    "BUNDLE_VERSION",
+    "EXECUTOR_KINDS",
+    "PLAN_FORMAT",
+    "Arena",
+    "ArenaBuffer",
+    "Bundle",
+    "ExecutorSpec",
+    "ModelTensor",
+    "PartitionEntry",
+    "Plan",
+    "TensorRef",
+    "arena_from_doc",
+    "check_format",
+    "plan_from_doc",
+]
+
+BUNDLE_FORMAT = "edgepart-bundle"
+PLAN_FORMAT = "edgepart-bundle-plan"
+ARENA_FORMAT = "edgepart-bundle-arena"
+BUNDLE_VERSION = 1
+"""The one version of the manifest, plan and arena formats this code reads and writes."""
+
+EXECUTOR_KINDS = ("xnnpack", "builtin", "reference", "delegate")
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """A partition's input or output: the source tensor and its place in the partition file."""
+
+    tensor: int
+    index: int
+    name: str
+    tensor_name: str
+    dtype: str
+    shape: tuple[int, ...]
+    shape_signature: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class ModelTensor:
+    """A model-level input or output (``name`` is its signature name)."""
+
+    tensor: int
+    name: str
+    tensor_name: str
+    dtype: str
+    shape: tuple[int, ...]
+    shape_signature: tuple[int, ...] | None
+    quantization: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """How a partition runs in LiteRT: a kernel set or an external delegate library."""
+
+    kind: str
+    delegate: str | None = None
+    library: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"kind": self.kind}
+        if self.delegate is not None:
+            doc["delegate"] = self.delegate
+        if self.library is not None:
+            doc["library"] = self.library
+        if self.options:
+            doc["options"] = dict(self.options)
+        return doc
+
+
+@dataclass(frozen=True)
+class PartitionEntry:
+    """One partition of a plan (see ``docs/bundle.md`` for each field)."""
+
+    id: str
+    ops: tuple[int, ...]
+    file_ops: tuple[int, ...]
+    processor: str
+    unit: int
+    delegate: str
+    executor: ExecutorSpec | None
+    threads: int | None
+    file: str
+    signature_key: str
+    inputs: tuple[TensorRef, ...]
+    outputs: tuple[TensorRef, ...]
+    depends_on: tuple[str, ...]
+    predicted: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] | None = None
+
+    @property
+    def unit_name(self) -> str:
+        """``processor:unit``: partitions on one unit never run at the same time."""
+        return f"{self.processor}:{self.unit}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The typed content of ``plan.json``; ``extra`` holds partitioner-owned top-level keys."""
+
+    source_name: str
+    subgraph: int
+    num_ops: int
+    device_profile: str | None
+    signature_key: str | None
+    inputs: tuple[ModelTensor, ...]
+    outputs: tuple[ModelTensor, ...]
+    partitions: tuple[PartitionEntry, ...]
+    predicted: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def partition(self, pid: str) -> PartitionEntry:
+        for p in self.partitions:
+            if p.id == pid:
+                return p
+        raise KeyError(f"no partition {pid!r}; partitions: {[p.id for p in self.partitions]}")
+
+    def to_doc(self) -> dict[str, Any]:
+        """The JSON document (plain values; serialize with sorted keys)."""
+        doc: dict[str, Any] = dict(self.extra)
+        doc.update(
+            format=PLAN_FORMAT,
+            version=BUNDLE_VERSION,
+            source={"name": self.source_name, "subgraph": self.subgraph, "num_ops": self.num_ops},
+            device_profile=self.device_profile,
+            signature_key=self.signature_key,
+            inputs=[_model_tensor_doc(t) for t in self.inputs],
+            outputs=[_model_tensor_doc(t) for t in self.outputs],
+            partitions=[_partition_doc(p) for p in self.partitions],
+        )
+        if self.predicted is not None:
+            doc["predicted"] = dict(self.predicted)
+        return _json.canonical(doc)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class ArenaBuffer:
+    """One buffer of the arena plan: where tensor ``tensor`` lives in memory ``memory``."""
+
+    tensor: int
+    scope: str
+    partition: str | None
+    memory: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Arena:
+    """The typed content of ``arena.json``."""
+
+    alignment: int
+    memories: Mapping[str, Mapping[str, Any]]
+    buffers: tuple[ArenaBuffer, ...]
+    doc: Mapping[str, Any]
+
+    def boundary(self) -> dict[int, ArenaBuffer]:
+        """The first boundary-scope buffer of each tensor (the one the runtime stages into)."""
+        out: dict[int, ArenaBuffer] = {}
+        for b in self.buffers:
+            if b.scope == "boundary":
+                out.setdefault(b.tensor, b)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Bundle:
+    """A loaded (or freshly built) bundle: verified plan, partition bytes, optional arena."""
+
+    path: Path | None
+    manifest: Mapping[str, Any]
+    plan: Plan
+    partition_bytes: Mapping[str, bytes]
+    arena: Arena | None = None
+    report: str = ""
+
+    @property
+    def source_path(self) -> str | None:
+        """Where the source model was when the bundle was written (may have moved since)."""
+        path = self.manifest["source_model"]["path"]
+        return str(path) if path is not None else None
+
+
+# ---------------------------------------------------------------------- documents -> values
+
+
+def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
+    """Validate a plan document (schema, then cross-references) and return its typed view."""
+    check_format(doc, PLAN_FORMAT, where)
+    _json.validate(doc, "bundle_plan.schema.json", where)
+    known = {
+        "format",
+        "version",
+        "source",
+        "device_profile",
+        "signature_key",
+        "inputs",
+        "outputs",
+        "partitions",
+        "predicted",
+    }
+    src = doc["source"]
+    plan = Plan(
+        source_name=src["name"],
+        subgraph=src["subgraph"],
+        num_ops=src["num_ops"],
+        device_profile=doc["device_profile"],
+        signature_key=doc["signature_key"],
+        inputs=tuple(_model_tensor(t) for t in doc["inputs"]),
+        outputs=tuple(_model_tensor(t) for t in doc["outputs"]),
+        partitions=tuple(_partition(p) for p in doc["partitions"]),
+        predicted=doc.get("predicted"),
+        extra={k: v for k, v in doc.items() if k not in known},
+    )
+    check_plan(plan, where)
+    return plan
+
+
+def arena_from_doc(doc: Any, plan: Plan, where: str = "arena.json") -> Arena:
+    """Validate an arena document against its schema and against ``plan`` (no conflicts)."""
+    check_format(doc, ARENA_FORMAT, where)
+    _json.validate(doc, "bundle_arena.schema.json", where)
+    arena = Arena(
+        alignment=doc["alignment"],
+        memories=doc["memories"],
+        buffers=tuple(
+            ArenaBuffer(
+                b["tensor"], b["scope"], b["partition"], b["memory"], b["offset"], b["size"]
+            )
+            for b in doc["buffers"]
+        ),
+        doc=doc,
+    )
+    check_arena(arena, plan, where)
+    return arena
+
+
+def check_format(doc: Any, fmt: str, where: str) -> None:
+    if not isinstance(doc, dict):
+        raise BundleError(f"{where}: expected a JSON object, found {type(doc).__name__}")
+    if doc.get("format") != fmt:
+        raise BundleError(f"{where}: format is {doc.get('format')!r}, expected {fmt!r}")
+    version = doc.get("version")
+    if version != BUNDLE_VERSION:
+        raise BundleError(
+            f"{where}: {fmt} version {version!r} is not supported (this edgepart reads version "
+            f"{BUNDLE_VERSION}); re-create the bundle with this edgepart or upgrade it"
+        )
+
+
+def _shape(v: Any) -> tuple[int, ...] | None:
+    return None if v is None else tuple(int(x) for x in v)
+
+
+def _model_tensor(d: Mapping[str, Any]) -> ModelTensor:
+    return ModelTensor(
+        d["tensor"],
+        d["name"],
+        d["tensor_name"],
+        d["dtype"],
+        _shape(d["shape"]) or (),
+        _shape(d["shape_signature"]),
+        d["quantization"],
+    )
+
+
+def _tensor_ref(d: Mapping[str, Any]) -> TensorRef:
+    return TensorRef(
+        d["tensor"],
+        d["index"],
+        d["name"],
+        d["tensor_name"],
+        d["dtype"],
+        _shape(d["shape"]) or (),
+        _shape(d["shape_signature"]),
+    )
+
+
+def _partition(d: Mapping[str, Any]) -> PartitionEntry:
+    ex = d["executor"]
+    executor = (
+        None
+        if ex is None
+        else ExecutorSpec(
+            ex["kind"], ex.get("delegate"), ex.get("library"), dict(ex.get("options", {}))
+        )
+    )
+    return PartitionEntry(
+        id=d["id"],
+        ops=tuple(d["ops"]),
+        file_ops=tuple(d["file_ops"]),
+        processor=d["processor"],
+        unit=d["unit"],
+        delegate=d["delegate"],
+        executor=executor,
+        threads=d["threads"],
+        file=d["file"],
+        signature_key=d["signature_key"],
+        inputs=tuple(_tensor_ref(t) for t in d["inputs"]),
+        outputs=tuple(_tensor_ref(t) for t in d["outputs"]),
+        depends_on=tuple(d["depends_on"]),
+        predicted=d.get("predicted"),
+        extra=d.get("extra"),
+    )
+
+
+def _tensor_doc(t: TensorRef | ModelTensor) -> dict[str, Any]:
+    return {
+        "tensor": t.tensor,
+        "name": t.name,
+        "tensor_name": t.tensor_name,
+        "dtype": t.dtype,
+        "shape": list(t.shape),
+        "shape_signature": None if t.shape_signature is None else list(t.shape_signature),
+    }
+
+
+def _model_tensor_doc(t: ModelTensor) -> dict[str, Any]:
+    return {**_tensor_doc(t), "quantization": t.quantization}
+
+
+def _partition_doc(p: PartitionEntry) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "id": p.id,
+        "ops": list(p.ops),
+        "file_ops": list(p.file_ops),
+        "processor": p.processor,
+        "unit": p.unit,
+        "delegate": p.delegate,
+        "executor": None if p.executor is None else p.executor.to_doc(),
+        "threads": p.threads,
+        "file": p.file,
+        "signature_key": p.signature_key,
+        "inputs": [{**_tensor_doc(t), "index": t.index} for t in p.inputs],
+        "outputs": [{**_tensor_doc(t), "index": t.index} for t in p.outputs],
+        "depends_on": list(p.depends_on),
+    }
+    if p.predicted is not None:
+        doc["predicted"] = dict(p.predicted)
+    if p.extra is not None:
+        doc["extra"] = dict(p.extra)
+    return doc

@@ -1,0 +1,34 @@
+"""Run bundles: every partition in its own LiteRT interpreter, behind LiteRT's Interpreter API.
+
+:class:`PartitionedInterpreter` is the entry point (see ``docs/runtime.md``); executors per
+processor are in :mod:`edgepart.runtime.executors`, tensor routing in
+:mod:`edgepart.runtime.routing`, concurrent scheduling in :mod:`edgepart.runtime.schedule` and
+streaming in :mod:`edgepart.runtime.stream`. ``ai_edge_litert`` is imported only when an
+interpreter is built.
+"""
+
+from __future__ import annotations
+
+from edgepart.runtime.details import PartitionInvokeError, TensorValueError
+from edgepart.runtime.executors import (
+    DEFAULT_LIBRARIES,
+    EXECUTORS,
+    ExecutorChoice,
+    choose_executor,
+    get_executor,
+    register_executor,
+)
+from edgepart.runtime.interpreter import HostFallbackWarning, PartitionedInterpreter
+
+__all__ = [
+    "DEFAULT_LIBRARIES",
+    "EXECUTORS",
+    "ExecutorChoice",
+    "HostFallbackWarning",
+    "PartitionInvokeError",
+    "PartitionedInterpreter",
+    "TensorValueError",
+    "choose_executor",
+    "get_executor",
+    "register_executor",
+]
