@@ -1,0 +1,8 @@
+// Signature stub for compile_check/check_kotlin.sh only: the shape of the real Android/LiteRT
+// API the app calls (as documented), with no behaviour. Never packaged into the app.
+package android.os;
+public class Build {
+    public static class VERSION {
+        public static final int SDK_INT = 0;
+    }
+}

@@ -1,0 +1,6 @@
+// Signature stub for compile_check/check_kotlin.sh only: the shape of the real Android/LiteRT
+// API the app calls (as documented), with no behaviour. Never packaged into the app.
+package org.tensorflow.lite.gpu;
+public class GpuDelegateFactory {
+    public static class Options {}
+}
