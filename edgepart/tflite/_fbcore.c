@@ -176,6 +176,49 @@ done:
     return result;
 }
 
+/* element_positions(data, start, length, out) -> bool|None
+ * For vectors of uoffsets: out[w] = p + u32(p) for every element position p, in order. */
+static PyObject *element_positions(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    Py_buffer b[4];
+    int got = 0;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    for (; got < 4; got++) {
+        if (get(o[got], &b[got], got == 3, got == 0 ? 1 : 8) < 0) goto done;
+    }
+    const uint8_t *d = (const uint8_t *)b[0].buf;
+    const int64_t n = (int64_t)b[0].len;
+    const int64_t *start = (const int64_t *)b[1].buf;
+    const int64_t *length = (const int64_t *)b[2].buf;
+    const int64_t k = (int64_t)(b[1].len / 8);
+    int64_t *out = (int64_t *)b[3].buf;
+    const int64_t cap = (int64_t)(b[3].len / 8);
+    if (b[2].len != b[1].len) {
+        PyErr_SetString(PyExc_ValueError, "element_positions: bad arguments");
+        goto done;
+    }
+    int64_t w = 0;
+    for (int64_t r = 0; r < k; r++) {
+        const int64_t L = length[r];
+        if (L <= 0) continue;
+        if (start[r] < 0 || start[r] + 4 * L > n || w + L > cap) goto malformed;
+        for (int64_t j = 0; j < L; j++) {
+            const int64_t p = start[r] + 4 * j;
+            out[w++] = p + (int64_t)rd_u32(d, p);
+        }
+    }
+    result = Py_True;
+    Py_INCREF(result);
+    goto done;
+malformed:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return result;
+}
+
 /* scalar(data, pos, ent, size, out) -> bool|None: out[r] = data[pos[r]+ent[r]] where ent != 0. */
 static PyObject *scalar(PyObject *self, PyObject *args) {
     PyObject *o[4];
@@ -284,6 +327,7 @@ static PyMethodDef methods[] = {
     {"union_column", union_column, METH_VARARGS, "Verify union values of mixed member types."},
     {"table_column", table_column, METH_VARARGS, "Verify a column of tables; fill entries."},
     {"gather", gather, METH_VARARGS, "Concatenate byte ranges into an output buffer."},
+    {"element_positions", element_positions, METH_VARARGS, "Follow a vector of offsets."},
     {"scalar", scalar, METH_VARARGS, "Read one scalar field of every table."},
     {NULL, NULL, 0, NULL},
 };

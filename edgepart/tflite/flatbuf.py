@@ -368,6 +368,8 @@ class Tables:
         """(start, length) of a vector field per table; absent vectors have length 0."""
         c = self._col[name]
         length = self._len[:, c]
+        if not self._any[self.fields[name].slot]:
+            return np.zeros(len(length), dtype=np.int64), np.zeros(len(length), dtype=np.int64)
         has = length >= 0
         return np.where(has, self._tgt[:, c] + 4, 0), np.where(has, length, 0)
 
@@ -413,6 +415,16 @@ class Tables:
     def _element_positions(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """For a vector of offsets: CSR ptr and each element's absolute target position."""
         start, length = self.vector_spans(name)
+        if _fbcore is not None and ACCELERATE:
+            ptr = np.zeros(len(start) + 1, dtype=np.int64)
+            np.cumsum(length, out=ptr[1:])
+            total = int(ptr[-1])
+            if total:
+                self.fb.spend(total, f"{self.path}: {self.type}.{name}", int(start[0]))
+            out = np.empty(total, dtype=np.int64)
+            if _fbcore.element_positions(self.fb.data, start, length, out):
+                return ptr, out
+            self.fb.budget += total  # the NumPy path below spends it again
         ptr, offs = self._gather("uint32", 4, start, length, name)
         elem_pos = np.repeat(start - 4 * ptr[:-1], length) + 4 * np.arange(ptr[-1])
         return ptr, elem_pos + offs.astype(np.int64)

@@ -194,8 +194,9 @@ def test_every_truncation_of_a_small_model(corpus):
             read_model_bytes(data[:cut])
 
 
-def test_both_reader_paths_agree(corpus, monkeypatch):
-    """The scalar path for small columns and the vectorized path parse identically."""
+def test_all_reader_paths_agree(corpus, monkeypatch):
+    """The C accelerator, the vectorized NumPy path and the scalar path for small columns parse
+    identically, and fail with identical messages."""
     from edgepart.tflite import flatbuf
 
     rng = np.random.default_rng(5)
@@ -213,14 +214,21 @@ def test_both_reader_paths_agree(corpus, monkeypatch):
             return ("error", str(err))
         return ("ok", write_model(m))
 
-    with monkeypatch.context() as mp:
-        mp.setattr(flatbuf, "SMALL", 0)
-        vectorized = [outcome(d) for d in cases]
-    with monkeypatch.context() as mp:
-        mp.setattr(flatbuf, "SMALL", 10**9)
-        scalar = [outcome(d) for d in cases]
-    assert [v[0] for v in vectorized] == [s[0] for s in scalar]
-    for v, s in zip(vectorized, scalar, strict=True):
+    native = [outcome(d) for d in cases]
+    runs = {}
+    for label, small in (("numpy", flatbuf.SMALL), ("vectorized", 0), ("scalar", 10**9)):
+        with monkeypatch.context() as mp:
+            mp.setattr(flatbuf, "ACCELERATE", False)
+            mp.setattr(flatbuf, "SMALL", small)
+            runs[label] = [outcome(d) for d in cases]
+    # The C path defers to the NumPy path on any defect, so even the messages are identical.
+    assert native == runs["numpy"]
+    # The vectorized and scalar paths check the same things; when a file has several defects
+    # they may name a different one first, but they agree on success, failure and results.
+    kinds = {label: [r[0] for r in rs] for label, rs in runs.items()}
+    assert kinds["vectorized"] == kinds["scalar"] == kinds["numpy"]
+    assert kinds["numpy"].count("ok") > 5 and kinds["numpy"].count("error") > 50
+    for v, s in zip(runs["vectorized"], runs["scalar"], strict=True):
         if v[0] == "ok":
             assert v == s
 
