@@ -11,10 +11,11 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["atomic_dir", "atomic_write", "atomic_write_text"]
+__all__ = ["atomic_dir", "atomic_write", "atomic_write_chunks", "atomic_write_text"]
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
@@ -25,6 +26,24 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | bytearray | memoryv
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[Any]) -> None:
+    """Like :func:`atomic_write` for content given as a sequence of bytes-like chunks."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -153,7 +153,8 @@ class SubgraphBuilder:
         """Add a constant tensor holding ``value`` (stored little-endian)."""
         value = np.asarray(value)
         dt = DType.from_numpy(value.dtype) if dtype is None else DType(dtype)
-        buf = self._model.add_buffer(value.astype(value.dtype.newbyteorder("<")).tobytes())
+        little = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
+        buf = self._model.add_buffer(little)
         return self.tensor(
             name,
             dt,
@@ -254,7 +255,7 @@ class ModelBuilder:
     description: str | None = "edgepart"
     subgraphs: list[SubgraphBuilder] = field(default_factory=list)
     opcodes: list[OpCode] = field(default_factory=list)
-    blobs: list[bytes | None] = field(default_factory=lambda: [None])
+    blobs: list[bytes | np.ndarray | None] = field(default_factory=lambda: [None])
     metadata: list[Metadata] = field(default_factory=list)
     signatures: list[SignatureDef] = field(default_factory=list)
 
@@ -263,7 +264,7 @@ class ModelBuilder:
         self.subgraphs.append(sb)
         return sb
 
-    def add_buffer(self, data: bytes | None) -> int:
+    def add_buffer(self, data: bytes | np.ndarray | None) -> int:
         self.blobs.append(data)
         return len(self.blobs) - 1
 

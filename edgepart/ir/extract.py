@@ -20,8 +20,8 @@ import numpy as np
 from edgepart.errors import UsageError
 from edgepart.ir import analysis
 from edgepart.ir.graph import BufferTable, Model, Subgraph
-from edgepart.ir.values import Csr, Metadata, OpCode, Options, SignatureDef
 from edgepart.ir.state import state_groups
+from edgepart.ir.values import Csr, Metadata, OpCode, Options, SignatureDef
 from edgepart.ir.verify import calling_ops
 
 __all__ = ["KEPT_METADATA", "extract"]

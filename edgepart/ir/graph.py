@@ -104,18 +104,29 @@ class BufferTable:
 
     @staticmethod
     def from_blobs(blobs: Sequence[bytes | np.ndarray | None]) -> BufferTable:
-        """A table over freshly built data (``None`` for empty buffers), copied into one blob."""
-        parts = [b"" if b is None else np.ascontiguousarray(b).tobytes() for b in blobs]
-        lengths = np.array([len(p) for p in parts], dtype=np.int64)
-        starts = np.zeros(len(parts), dtype=np.int64)
-        if len(parts) > 1:
-            np.cumsum(lengths[:-1], out=starts[1:])
+        """A table over freshly built data (``None`` for empty buffers).
+
+        Each blob stays its own backing memory (arrays are viewed as bytes, not copied), so
+        building a model with gigabytes of weights costs no second copy of them.
+        """
+        mems: list[Any] = [b""]
+        mem = np.zeros(len(blobs), dtype=np.int32)
+        lengths = np.zeros(len(blobs), dtype=np.int64)
+        for i, b in enumerate(blobs):
+            if b is None:
+                continue
+            view = np.ascontiguousarray(b).reshape(-1).view(np.uint8)
+            if len(view) == 0:
+                continue
+            mem[i] = len(mems)
+            mems.append(view)
+            lengths[i] = len(view)
         return BufferTable(
-            mems=(b"".join(parts),),
-            mem=np.zeros(len(parts), dtype=np.int32),
-            start=starts,
+            mems=tuple(mems),
+            mem=mem,
+            start=np.zeros(len(blobs), dtype=np.int64),
             length=lengths,
-            external=np.zeros(len(parts), dtype=bool),
+            external=np.zeros(len(blobs), dtype=bool),
         )
 
 

@@ -19,14 +19,14 @@ from typing import Any
 import flatbuffers
 import numpy as np
 
-from edgepart._io import atomic_write
+from edgepart._io import atomic_write_chunks
 from edgepart.errors import ModelFormatError
 from edgepart.ir.graph import Model, Subgraph
 from edgepart.ir.values import OpCode, Options, Quantization, Sparsity
 from edgepart.tflite import opnames
 from edgepart.tflite._schema import ENUMS, TABLES
 
-__all__ = ["save_model", "write_model"]
+__all__ = ["save_model", "serialize", "write_model"]
 
 FILE_IDENTIFIER = b"TFL3"
 # Flatbuffers address with signed 32-bit offsets; stay clear of the limit.
@@ -64,8 +64,12 @@ _PREPEND = {
 
 
 def save_model(model: Model, path: str | os.PathLike[str], **kwargs: Any) -> None:
-    """Write ``model`` to ``path`` atomically (see :func:`write_model` for options)."""
-    atomic_write(path, write_model(model, **kwargs))
+    """Write ``model`` to ``path`` atomically (see :func:`write_model` for options).
+
+    Constant data is streamed from the model's memory to the file, so saving a model with
+    gigabytes of weights needs no second copy of them in memory.
+    """
+    atomic_write_chunks(path, serialize(model, **kwargs))
 
 
 def write_model(model: Model, *, offset_buffers: bool | None = None) -> bytes:
@@ -79,16 +83,21 @@ def write_model(model: Model, *, offset_buffers: bool | None = None) -> bytes:
         ``True`` stores constant data after the flatbuffer (the >2 GB layout), ``False``
         inline; ``None`` (default) chooses inline unless the result would not fit in 2 GB.
     """
+    return b"".join(serialize(model, offset_buffers=offset_buffers))
+
+
+def serialize(model: Model, *, offset_buffers: bool | None = None) -> list[Any]:
+    """The file's contents as a list of byte chunks, in order (see :func:`write_model`)."""
     const_bytes = int(model.buffers.length.sum())
     if offset_buffers is None:
-        offset_buffers = const_bytes > FLATBUFFER_LIMIT // 2
+        offset_buffers = const_bytes + _overhead(model) > FLATBUFFER_LIMIT
     if not offset_buffers:
         if const_bytes > FLATBUFFER_LIMIT:
             raise ModelFormatError(
                 f"{model.source or 'model'}: {const_bytes} bytes of constants do not fit an "
                 "inline flatbuffer; write with offset_buffers=True"
             )
-        return bytes(_Writer(model, None).build())
+        return [_Writer(model, None).build()]
     outside = _outside_buffers(model)
     # Pass 1 with placeholder offsets sizes the flatbuffer: uint64 fields have a fixed width,
     # so the real offsets written in pass 2 do not change the layout.
@@ -103,11 +112,20 @@ def write_model(model: Model, *, offset_buffers: bool | None = None) -> bytes:
     head = _Writer(model, layout).build()
     if len(head) != size:
         raise AssertionError("offset-buffer layout changed size between passes")
-    out = bytearray(cursor + _ALIGN)  # 16 trailing zero bytes, as the converter writes
-    out[: len(head)] = head
+    chunks: list[Any] = [head]
+    at = len(head)
     for i, (off, n) in layout.items():
-        out[off : off + n] = model.buffers.data(i).tobytes()
-    return bytes(out)
+        chunks.append(bytes(off - at))  # 16-byte alignment padding
+        chunks.append(model.buffers.data(i))  # a view: no copy until written
+        at = off + n
+    chunks.append(bytes(cursor + _ALIGN - at))  # padding, then 16 trailing zero bytes
+    return chunks
+
+
+def _overhead(model: Model) -> int:
+    """A generous bound on the flatbuffer bytes besides constant data (tables, names, vtables)."""
+    items = len(model.buffers) + sum(sg.num_ops + 2 * sg.num_tensors for sg in model.subgraphs)
+    return (1 << 20) + 512 * items
 
 
 def _outside_buffers(model: Model) -> list[int]:
