@@ -35,6 +35,12 @@ setup(
             sources=["edgepart/tflite/_fbcore.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "edgepart.tflite._fbwalk",
+            sources=["edgepart/tflite/_fbwalk.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ],
 )

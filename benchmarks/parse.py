@@ -10,7 +10,8 @@ edgepart: ``edgepart.tflite.reader.read_model`` (mmap, verify, build the columna
 codes, inputs, outputs, shapes, dtypes and quantization decoded).
 
 Timing loop, per model and tool: one warm-up call, then ``repeat`` calls timed with
-``time.perf_counter``; the median is reported (the minimum too). Ratios are baseline median
+``time.perf_counter`` with the garbage collector paused (as :mod:`timeit` does); the median is
+reported (the minimum too). Ratios are baseline median
 divided by edgepart median. Resident memory growth is read from /proc/self/status around a
 read of the largest model, holding the result.
 
@@ -74,13 +75,20 @@ def read_edgepart(path: Path) -> object:
 
 
 def timeit(fn: Callable[[Path], object], path: Path, repeat: int) -> tuple[float, float]:
+    """Median and minimum of ``repeat`` timed calls after one warm-up, with the garbage
+    collector paused during the loop (as :mod:`timeit` does), for every tool alike."""
     fn(path)
     times = []
-    for _ in range(repeat):
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn(path)
+            times.append(time.perf_counter() - t0)
+    finally:
+        gc.enable()
         gc.collect()
-        t0 = time.perf_counter()
-        fn(path)
-        times.append(time.perf_counter() - t0)
     return statistics.median(times), min(times)
 
 

@@ -76,21 +76,40 @@ for _t, _fs in _FIELDS.items():
     _SLOT_NAMES[_t] = {f.slot: f.name for f in _fs.values()}
 
 
+class _Views:
+    """``fb.views[type]``: the file as an array of that scalar type, created on first use."""
+
+    __slots__ = ("fb",)
+
+    def __init__(self, fb: FlatBuffer) -> None:
+        self.fb = fb
+
+    def __getitem__(self, code: str) -> np.ndarray:
+        cache = self.fb._views
+        view = cache.get(code)
+        if view is None:
+            dt, size = _SCALARS[code]
+            view = cache[code] = np.frombuffer(self.fb.data, dt, count=self.fb.n // size)
+        return view
+
+
 class FlatBuffer:
     """A file's bytes with typed little-endian views, for aligned vectorized reads."""
 
     def __init__(self, data: Any, source: str) -> None:
         self.data = data
         self.source = source
-        n = len(data)
-        self.n = n
+        self.n = len(data)
         self.u8 = np.frombuffer(data, np.uint8)
-        self.views: dict[str, np.ndarray] = {}
-        for code, (dt, size) in _SCALARS.items():
-            self.views[code] = np.frombuffer(data, dt, count=n // size)
         # Total vector elements the reader may gather: a well-formed file spends at least one
         # byte per element, so more than that means vectors alias each other.
-        self.budget = n + 4096
+        self.budget = self.n + 4096
+        self._views: dict[str, np.ndarray] = {}
+
+    @property
+    def views(self) -> _Views:
+        """Typed little-endian views of the file, one per scalar type (made on first use)."""
+        return _Views(self)
 
     def fail(self, what: str, offset: int) -> ModelFormatError:
         return ModelFormatError(
@@ -112,6 +131,11 @@ class FlatBuffer:
             )
 
     def root(self, table: str, identifier: bytes) -> Tables:
+        """The root table, after checking the file identifier."""
+        return Tables(self, table, np.array([self.root_position(identifier)]), "model")
+
+    def root_position(self, identifier: bytes) -> int:
+        """Byte position of the root table, after checking the file identifier."""
         if self.n < 8:
             raise ModelFormatError(
                 f"{self.source}: file is {self.n} bytes, too small to be a TFLite model"
@@ -122,8 +146,7 @@ class FlatBuffer:
                 f"{self.source}: not a TFLite flatbuffer: file identifier is {ident!r}, "
                 f"expected {identifier!r}; is this a .tflite file?"
             )
-        pos = int(self.views["uint32"][0])
-        return Tables(self, table, np.array([pos], dtype=np.int64), "model")
+        return int.from_bytes(self.data[0:4], "little")
 
 
 class Tables:

@@ -34,7 +34,9 @@ from edgepart.ir.values import (
     Sparsity,
 )
 from edgepart.tflite._schema import ENUMS, TABLES
-from edgepart.tflite.flatbuf import FlatBuffer, Tables, decode_table, verify_union_column
+from edgepart.tflite.columns import RawModel, numpy_columns
+from edgepart.tflite.flatbuf import FlatBuffer, Tables, decode_table
+from edgepart.tflite.walk import native_columns
 
 __all__ = ["read_model", "read_model_bytes"]
 
@@ -69,76 +71,76 @@ def read_model(path: str | os.PathLike[str]) -> Model:
 def read_model_bytes(data: Any, source: str = "<bytes>") -> Model:
     """Parse a model held in memory (``bytes``, ``bytearray``, ``mmap`` or ``memoryview``)."""
     fb = FlatBuffer(data, source)
-    root = fb.root("Model", FILE_IDENTIFIER)
-    return _Parser(fb, root).model()
+    root = fb.root_position(FILE_IDENTIFIER)
+    raw = native_columns(fb, root) if ACCELERATE else None
+    if raw is None:  # no C walker, or a defect: the NumPy reader names it precisely
+        raw = numpy_columns(fb, fb.root("Model", FILE_IDENTIFIER))
+    return _Assembler(fb, raw).model()
 
 
-class _Parser:
-    def __init__(self, fb: FlatBuffer, root: Tables) -> None:
+# Use the C walker when it is built (tests switch it off to check both paths agree).
+ACCELERATE = True
+
+
+class _Assembler:
+    """Builds the IR from raw columns, checking what the bytes mean (indices, ranges)."""
+
+    def __init__(self, fb: FlatBuffer, raw: RawModel) -> None:
         self.fb = fb
-        self.root = root
+        self.raw = raw
 
     def fail(self, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{self.fb.source}: {msg}")
 
-    def model(self) -> Model:
-        root = self.root
-        opcodes = self.opcodes()
-        buffers = self.buffers()
-        _, sgs = root.tables("subgraphs")
-        if len(sgs) == 0:
-            raise self.fail("the model has no subgraphs")
-        subgraphs = self.subgraphs(sgs, opcodes, buffers)
-        metadata = self.metadata(len(buffers))
-        signatures = self.signatures(subgraphs)
-        desc_start, desc_len = root.strings("description")
-        description = self.text(int(desc_start[0]), int(desc_len[0]))
-        extra: dict[str, Any] = {}
-        _, mb = root.vector("metadata_buffer")
-        if len(mb):
-            extra["metadata_buffer"] = tuple(mb.tolist())
-        # Newest schema fields: verify them so nothing unchecked is left, keep them verbatim.
-        root.verify(
-            skip=frozenset({"operator_codes", "subgraphs", "buffers", "metadata", "signature_defs"})
-        )
-        return Model(
-            subgraphs=tuple(subgraphs),
-            opcodes=opcodes,
-            buffers=buffers,
-            metadata=metadata,
-            signature_defs=signatures,
-            description=description,
-            version=int(root.scalar("version")[0]),
-            source=self.fb.source,
-            extra=extra or None,
-        )
-
-    def text(self, start: int, length: int) -> str | None:
+    def text(self, span: np.ndarray | tuple[int, int]) -> str | None:
+        start, length = int(span[0]), int(span[1])
         if length < 0:
             return None
         return bytes(self.fb.u8[start : start + length]).decode("utf-8", "replace")
 
+    def model(self) -> Model:
+        raw = self.raw
+        if len(raw.sg_tensor_ptr) < 2:
+            raise self.fail("the model has no subgraphs")
+        opcodes = self.opcodes()
+        buffers = self.buffers()
+        subgraphs = self.subgraphs(opcodes, buffers)
+        extra: dict[str, Any] = {}
+        if len(raw.metadata_buffer):
+            extra["metadata_buffer"] = tuple(raw.metadata_buffer.tolist())
+        return Model(
+            subgraphs=tuple(subgraphs),
+            opcodes=opcodes,
+            buffers=buffers,
+            metadata=self.metadata(len(buffers)),
+            signature_defs=self.signatures(subgraphs),
+            description=self.text(raw.description),
+            version=raw.version,
+            source=self.fb.source,
+            extra=extra or None,
+        )
+
     # ------------------------------------------------------------------ tables
     def opcodes(self) -> tuple[OpCode, ...]:
-        _, oc = self.root.tables("operator_codes")
-        dep = oc.scalar("deprecated_builtin_code").astype(np.int64)
-        code = oc.scalar("builtin_code").astype(np.int64)
-        version = oc.scalar("version").tolist()
-        builtin = np.maximum(dep, code).tolist()
-        cs, cl = oc.strings("custom_code")
-        bad = np.flatnonzero(np.maximum(dep, code) < 0)
+        raw = self.raw
+        dep = raw.oc_deprecated.astype(np.int64)
+        code = raw.oc_builtin.astype(np.int64)
+        builtin = np.maximum(dep, code)
+        bad = np.flatnonzero(builtin < 0)
         if len(bad):
             raise self.fail(f"operator_codes[{bad[0]}] has negative builtin code {code[bad[0]]}")
+        version = raw.oc_version.tolist()
         return tuple(
-            OpCode(int(builtin[i]), self.text(int(cs[i]), int(cl[i])), int(version[i]))
-            for i in range(len(oc))
+            OpCode(b, self.text(span), v)
+            for b, span, v in zip(builtin.tolist(), raw.oc_custom, version, strict=True)
         )
 
     def buffers(self) -> BufferTable:
-        _, bt = self.root.tables("buffers")
-        start, length = bt.vector_spans("data", 1)
-        offset = bt.scalar("offset").astype(np.uint64)
-        size = bt.scalar("size").astype(np.uint64)
+        raw = self.raw
+        start = raw.buf_data[:, 0].copy()
+        length = raw.buf_data[:, 1].copy()
+        offset = raw.buf_offset.astype(np.uint64)
+        size = raw.buf_size.astype(np.uint64)
         # "offset > 1" marks data stored after the flatbuffer (the >2 GB layout); 1 is a
         # placeholder some writers use while sizing the flatbuffer.
         ext = offset > 1
@@ -151,8 +153,6 @@ class _Parser:
                     f"buffers[{i}] points outside the file (offset {int(offset[i])}, "
                     f"size {int(size[i])}); the file is truncated"
                 )
-            start = start.copy()
-            length = length.copy()
             start[ext] = offset[ext].astype(np.int64)
             length[ext] = size[ext].astype(np.int64)
         return BufferTable(
@@ -164,75 +164,46 @@ class _Parser:
         )
 
     def metadata(self, num_buffers: int) -> tuple[Metadata, ...]:
-        _, md = self.root.tables("metadata")
-        ns, nl = md.strings("name")
-        buf = md.scalar("buffer").tolist()
+        raw = self.raw
         out = []
-        for i in range(len(md)):
-            if not 0 <= buf[i] < num_buffers:
-                raise self.fail(f"metadata[{i}] names buffer {buf[i]} of {num_buffers}")
-            out.append(Metadata(self.text(int(ns[i]), int(nl[i])) or "", int(buf[i])))
+        for i, (span, buf) in enumerate(zip(raw.md_name, raw.md_buffer.tolist(), strict=True)):
+            if not 0 <= buf < num_buffers:
+                raise self.fail(f"metadata[{i}] names buffer {buf} of {num_buffers}")
+            out.append(Metadata(self.text(span) or "", int(buf)))
         return tuple(out)
 
     def signatures(self, subgraphs: Sequence[Subgraph]) -> tuple[SignatureDef, ...]:
-        _, sd = self.root.tables("signature_defs")
-        ks, kl = sd.strings("signature_key")
-        sub = sd.scalar("subgraph_index").tolist()
-        maps = []
-        for field in ("inputs", "outputs"):
-            ptr, tm = sd.tables(field)
-            s, n = tm.strings("name")
-            idx = tm.scalar("tensor_index").tolist()
-            names = [self.text(int(s[j]), int(n[j])) or "" for j in range(len(tm))]
-            maps.append((ptr.tolist(), names, idx))
+        raw = self.raw
+        sub = raw.sd_subgraph.tolist()
+        sides = (
+            ("inputs", raw.sd_inputs_ptr.tolist(), raw.in_map_name, raw.in_map_tensor.tolist()),
+            ("outputs", raw.sd_outputs_ptr.tolist(), raw.out_map_name, raw.out_map_tensor.tolist()),
+        )
         out = []
-        for i in range(len(sd)):
+        for i in range(len(sub)):
             if not 0 <= sub[i] < len(subgraphs):
                 raise self.fail(f"signature_defs[{i}] names subgraph {sub[i]}")
             nt = subgraphs[sub[i]].num_tensors
             io = []
-            for field, (ptr, names, idx) in zip(("inputs", "outputs"), maps, strict=True):
+            for field, ptr, names, idx in sides:
                 rows = []
                 for j in range(ptr[i], ptr[i + 1]):
+                    name = self.text(names[j]) or ""
                     if not 0 <= idx[j] < nt:
                         raise self.fail(
-                            f"signature_defs[{i}].{field} {names[j]!r} names tensor {idx[j]} "
+                            f"signature_defs[{i}].{field} {name!r} names tensor {idx[j]} "
                             f"of subgraph {sub[i]}, which has {nt} tensors"
                         )
-                    rows.append((names[j], int(idx[j])))
+                    rows.append((name, int(idx[j])))
                 io.append(tuple(rows))
-            key = self.text(int(ks[i]), int(kl[i])) or ""
-            out.append(SignatureDef(key, int(sub[i]), io[0], io[1]))
+            out.append(SignatureDef(self.text(raw.sd_key[i]) or "", int(sub[i]), io[0], io[1]))
         return tuple(out)
 
     # ------------------------------------------------------------------ subgraphs
-    def subgraphs(
-        self, sgs: Tables, opcodes: tuple[OpCode, ...], buffers: BufferTable
-    ) -> list[Subgraph]:
-        fb = self.fb
-        tptr, tens = sgs.tables("tensors")
-        optr, ops = sgs.tables("operators")
-        iptr, ins = sgs.vector("inputs")
-        outptr, outs = sgs.vector("outputs")
-        ns, nl = sgs.strings("name")
-        dbg = sgs.scalar("debug_metadata_index").tolist()
-
-        # ---- tensor columns, all subgraphs at once
-        shp_ptr, shp = tens.vector("shape")
-        sig_has, _ = tens._targets("shape_signature")
-        sig_ptr, sig = tens.vector("shape_signature")
-        dtype = tens.scalar("type")
-        tbuf = tens.scalar("buffer").astype(np.int64)
-        name_s, name_l = tens.strings("name")
-        is_var = tens.scalar("is_variable")
-        has_rank = tens.scalar("has_rank")
-        ext_buf = tens.scalar("external_buffer")
-        q_has, qt = tens.table("quantization")
-        quant = _QuantColumn(qt, q_has)
-        sp_has, spt = tens.table("sparsity")
-        spt.verify()
-        vt_has, vtt = tens.tables("variant_tensors")
-        vtt.verify()
+    def subgraphs(self, opcodes: tuple[OpCode, ...], buffers: BufferTable) -> list[Subgraph]:
+        fb, raw = self.fb, self.raw
+        dtype = raw.t_dtype
+        tbuf = raw.t_buffer.astype(np.int64)
         if len(dtype):
             bad = (dtype < 0) | (dtype > _MAX_DTYPE)
             if bad.any():
@@ -243,40 +214,34 @@ class _Parser:
                 raise self.fail(
                     f"tensor #{i} names buffer {tbuf[i]} but the model has {len(buffers)} buffers"
                 )
+        dtype = dtype.astype(np.int8)
+        shp_ptr, shp = raw.t_shape
         if len(shp) and (shp < -1).any():
             raise self.fail(f"a tensor shape has dimension {int(shp.min())}")
-
-        # ---- op columns
-        opc = ops.scalar("opcode_index").astype(np.int64)
-        in_ptr, in_idx = ops.vector("inputs")
-        out_ptr, out_idx = ops.vector("outputs")
-        im_ptr, im_idx = ops.vector("intermediates")
-        opt_code, opt_pos = ops.union_raw("builtin_options")
-        opt2_code, opt2_pos = ops.union_raw("builtin_options2")
-        verify_union_column(fb, "BuiltinOptions", opt_code, opt_pos, "operators.builtin_options")
-        verify_union_column(
-            fb, "BuiltinOptions2", opt2_code, opt2_pos, "operators.builtin_options2"
-        )
-        opt_type = _code_names("BuiltinOptions", opt_code)
-        opt2_type = _code_names("BuiltinOptions2", opt2_code)
-        options = _OptionsColumn(fb, opt_type, opt_pos)
-        options2 = _OptionsColumn(fb, opt2_type, opt2_pos)
-        co_s, co_l = ops.vector_spans("custom_options", 1)
-        co_fmt = ops.scalar("custom_options_format")
-        mv_s, mv_l = ops.vector_spans("mutating_variable_inputs", 1)
-        lco_off = ops.scalar("large_custom_options_offset")
-        lco_size = ops.scalar("large_custom_options_size")
-        op_dbg = ops.scalar("debug_metadata_index")
+        opc = raw.o_opcode.astype(np.int64)
         if len(opc) and ((opc < 0) | (opc >= len(opcodes))).any():
             i = int(np.argmax((opc < 0) | (opc >= len(opcodes))))
             raise self.fail(f"operator #{i} uses opcode {opc[i]} of {len(opcodes)}")
+        options = _OptionsColumn(fb, "BuiltinOptions", raw.o_options)
+        options2 = _OptionsColumn(fb, "BuiltinOptions2", raw.o_options2)
+        quant = _QuantColumn(fb, raw)
+        is_var = raw.t_is_variable.astype(bool)
+        has_rank = raw.t_has_rank.astype(bool)
+        sig_ptr, sig = raw.t_signature
+        iptr, ins = raw.sg_inputs
+        outptr, outs = raw.sg_outputs
+        in_ptr, in_idx = raw.o_inputs
+        out_ptr, out_idx = raw.o_outputs
+        im_ptr, im_idx = raw.o_intermediates
+        dbg = raw.sg_debug.tolist()
 
         out: list[Subgraph] = []
-        tp, op_ = tptr.tolist(), optr.tolist()
-        calls = [k for k, t in enumerate(opt_type) if t in _CALLING_OPTIONS] + [
-            k for k, t in enumerate(opt2_type) if t in _CALLING_OPTIONS
-        ]
-        for s in range(len(sgs)):
+        tp, op_ = raw.sg_tensor_ptr.tolist(), raw.sg_op_ptr.tolist()
+        calls = np.flatnonzero(
+            np.isin(raw.o_options[:, 0], _CALLING_CODES["BuiltinOptions"])
+            | np.isin(raw.o_options2[:, 0], _CALLING_CODES["BuiltinOptions2"])
+        ).tolist()
+        for s in range(len(tp) - 1):
             t0, t1 = tp[s], tp[s + 1]
             o0, o1 = op_[s], op_[s + 1]
             nt = t1 - t0
@@ -291,10 +256,9 @@ class _Parser:
             _check_indices(self, op_im.idx, nt, 0, f"{where}: an operator intermediate")
             _check_indices(self, sg_in, nt, 0, f"{where}: a subgraph input")
             _check_indices(self, sg_out, nt, 0, f"{where}: a subgraph output")
-            extra_rows = self.op_extra(o0, o1, co_fmt, mv_s, mv_l, lco_off, lco_size, op_dbg)
             out.append(
                 Subgraph(
-                    name=self.text(int(ns[s]), int(nl[s])),
+                    name=self.text(raw.sg_name[s]),
                     inputs=sg_in,
                     outputs=sg_out,
                     op_opcode=opc[o0:o1].astype(np.int32),
@@ -303,56 +267,56 @@ class _Parser:
                     op_intermediates=op_im,
                     op_options=LazySeq(o1 - o0, options.decoder(o0)),
                     op_options2=LazySeq(o1 - o0, options2.decoder(o0)),
-                    op_custom_options=LazySeq(
-                        o1 - o0, _custom_options_decoder(fb, co_s, co_l, lco_off, lco_size, o0)
-                    ),
-                    op_extra=extra_rows,
+                    op_custom_options=LazySeq(o1 - o0, _custom_options_decoder(fb, raw, o0)),
+                    op_extra=self.op_extra(o0, o1),
                     tensor_dtype=dtype[t0:t1],
                     tensor_buffer=tbuf[t0:t1],
                     tensor_shape=_slice_csr(shp_ptr, shp, t0, t1),
                     tensor_signature=_slice_csr(sig_ptr, sig, t0, t1),
-                    tensor_has_signature=sig_has[t0:t1],
-                    tensor_is_variable=is_var[t0:t1].astype(bool),
-                    tensor_has_rank=has_rank[t0:t1].astype(bool),
-                    tensor_names=LazySeq(nt, _name_decoder(fb, name_s, name_l, t0)),
+                    tensor_has_signature=raw.t_has_signature[t0:t1],
+                    tensor_is_variable=is_var[t0:t1],
+                    tensor_has_rank=has_rank[t0:t1],
+                    tensor_names=LazySeq(nt, _name_decoder(fb, raw.t_name, t0)),
                     tensor_quantization=LazySeq(nt, quant.decoder(t0)),
-                    tensor_sparsity=LazySeq(nt, _sparsity_decoder(fb, sp_has, spt, t0)),
-                    tensor_extra=LazySeq(nt, _tensor_extra_decoder(fb, ext_buf, vt_has, tens, t0)),
+                    tensor_sparsity=LazySeq(nt, _sparsity_decoder(fb, raw.t_sparsity_pos, t0)),
+                    tensor_extra=LazySeq(nt, _tensor_extra_decoder(fb, raw, t0)),
                     opcodes=opcodes,
                     buffers=buffers,
                     debug_metadata_index=int(dbg[s]),
                 )
             )
         if calls:
-            owner = np.searchsorted(optr, np.array(calls), side="right") - 1
+            owner = np.searchsorted(raw.sg_op_ptr, np.array(calls), side="right") - 1
             self.check_control_flow(
-                out, [(int(o), int(k - optr[o])) for o, k in zip(owner, calls, strict=True)]
+                out,
+                [(int(o), int(k - raw.sg_op_ptr[o])) for o, k in zip(owner, calls, strict=True)],
             )
         return out
 
-    def op_extra(
-        self,
-        o0: int,
-        o1: int,
-        fmt: np.ndarray,
-        mv_s: np.ndarray,
-        mv_l: np.ndarray,
-        lco_off: np.ndarray,
-        lco_size: np.ndarray,
-        dbg: np.ndarray,
-    ) -> Sequence[dict[str, Any]]:
+    def op_extra(self, o0: int, o1: int) -> Sequence[dict[str, Any]]:
         """Rarely set op fields, as a dict per op (shared empty dict for the common case)."""
+        raw = self.raw
+        fmt, lco_off, lco_size, dbg = (
+            raw.o_custom_format,
+            raw.o_large_offset,
+            raw.o_large_size,
+            raw.o_debug,
+        )
+        mv_ptr, mv = raw.o_mutating
+        mv_len = np.diff(mv_ptr)
         empty: dict[str, Any] = {}
         rows: list[dict[str, Any]] = [empty] * (o1 - o0)
-        unusual = (fmt[o0:o1] != 0) | (mv_l[o0:o1] > 0) | (lco_off[o0:o1] > 1) | (dbg[o0:o1] != -1)
+        unusual = (
+            (fmt[o0:o1] != 0) | (mv_len[o0:o1] > 0) | (lco_off[o0:o1] > 1) | (dbg[o0:o1] != -1)
+        )
         for k in np.flatnonzero(unusual).tolist():
             i = o0 + k
             d: dict[str, Any] = {}
             if fmt[i] != 0:
                 d["custom_options_format"] = int(fmt[i])
-            if mv_l[i] > 0:
+            if mv_len[i] > 0:
                 d["mutating_variable_inputs"] = tuple(
-                    bool(b) for b in self.fb.u8[mv_s[i] : mv_s[i] + mv_l[i]].tolist()
+                    bool(b) for b in mv[mv_ptr[i] : mv_ptr[i + 1]].tolist()
                 )
             if lco_off[i] > 1:
                 end = int(lco_off[i]) + int(lco_size[i])
@@ -395,7 +359,7 @@ def _slice_csr(ptr: np.ndarray, idx: np.ndarray, r0: int, r1: int) -> Csr:
     return Csr(p - base, idx[base : int(p[-1])].astype(np.int32, copy=False))
 
 
-def _check_indices(parser: _Parser, idx: np.ndarray, n: int, lo: int, what: str) -> None:
+def _check_indices(parser: _Assembler, idx: np.ndarray, n: int, lo: int, what: str) -> None:
     if len(idx):
         bad = (idx < lo) | (idx >= n)
         if bad.any():
@@ -403,17 +367,15 @@ def _check_indices(parser: _Parser, idx: np.ndarray, n: int, lo: int, what: str)
             raise parser.fail(f"{what} names tensor {v}, but the subgraph has {n} tensors")
 
 
+_CALLING_CODES = {
+    enum: np.array([c for c, t in ENUMS[enum].items() if t in _CALLING_OPTIONS], dtype=np.int64)
+    for enum in ("BuiltinOptions", "BuiltinOptions2")
+}
+
+
 def _code_names(enum: str, codes: np.ndarray) -> list[str | None]:
     names = ENUMS[enum]
     return [names[c] if c else None for c in codes.tolist()]
-
-
-def _group_types(n: int, groups: dict[str, tuple[np.ndarray, Tables]]) -> list[str | None]:
-    types: list[str | None] = [None] * n
-    for tname, (rows, _) in groups.items():
-        for r in rows.tolist():
-            types[r] = tname
-    return types
 
 
 class _OptionsColumn:
@@ -424,11 +386,19 @@ class _OptionsColumn:
     columns. Types with vectors, strings or nested tables decode those fields per op.
     """
 
-    def __init__(self, fb: FlatBuffer, types: list[str | None], pos: np.ndarray) -> None:
+    def __init__(self, fb: FlatBuffer, enum: str, union: np.ndarray) -> None:
         self.fb = fb
-        self.types = types
-        self.pos = pos
+        self.enum = enum
+        self.codes = union[:, 0]
+        self.pos = union[:, 1]
+        self._types: list[str | None] | None = None
         self.columns: dict[str, tuple[dict[int, int], dict[str, list[Any]], list[str]]] = {}
+
+    @property
+    def types(self) -> list[str | None]:
+        if self._types is None:
+            self._types = _code_names(self.enum, self.codes)
+        return self._types
 
     def _columns(self, tname: str) -> tuple[dict[int, int], dict[str, list[Any]], list[str]]:
         cols = self.columns.get(tname)
@@ -488,75 +458,60 @@ _SCALAR_TYPES = frozenset(
 )
 
 
-def _custom_options_decoder(
-    fb: FlatBuffer,
-    start: np.ndarray,
-    length: np.ndarray,
-    large_offset: np.ndarray,
-    large_size: np.ndarray,
-    base: int,
-) -> Any:
+def _custom_options_decoder(fb: FlatBuffer, raw: RawModel, base: int) -> Any:
     """Custom options bytes, inline or stored after the flatbuffer (large custom options)."""
+    spans, large_offset, large_size = raw.o_custom, raw.o_large_offset, raw.o_large_size
 
     def decode(i: int) -> bytes | None:
         j = base + i
-        n = int(length[j])
-        if n == 0:
+        start, n = int(spans[j, 0]), int(spans[j, 1])
+        if n <= 0:
             if large_offset[j] > 1 and large_size[j] > 0:
                 s = int(large_offset[j])
                 return bytes(fb.u8[s : s + int(large_size[j])])
             return None
-        s = int(start[j])
-        return bytes(fb.u8[s : s + n])
+        return bytes(fb.u8[start : start + n])
 
     return decode
 
 
-def _name_decoder(fb: FlatBuffer, start: np.ndarray, length: np.ndarray, base: int) -> Any:
+def _name_decoder(fb: FlatBuffer, spans: np.ndarray, base: int) -> Any:
     def decode(i: int) -> str:
-        n = int(length[base + i])
+        start, n = int(spans[base + i, 0]), int(spans[base + i, 1])
         if n < 0:
             return ""
-        s = int(start[base + i])
-        return bytes(fb.u8[s : s + n]).decode("utf-8", "replace")
+        return bytes(fb.u8[start : start + n]).decode("utf-8", "replace")
 
     return decode
 
 
 class _QuantColumn:
-    """Quantization of every tensor, decoded vectorized at parse time."""
+    """Quantization of every tensor: decoded as columns at parse time, objects on demand."""
 
-    def __init__(self, qt: Tables, has: np.ndarray) -> None:
-        self.row = np.full(len(has), -1, dtype=np.int64)
-        self.row[has] = np.arange(int(has.sum()))
-        self.scale = qt.vector("scale")
-        self.zero_point = qt.vector("zero_point")
-        self.min = qt.vector("min")
-        self.max = qt.vector("max")
-        self.min_has = qt._targets("min")[0]
-        self.max_has = qt._targets("max")[0]
-        self.qdim = qt.scalar("quantized_dimension")
-        _, self.details_pos, self.details = qt.union("details")
-        for _, g in self.details.values():
-            g.verify()
-        self.details_type = _group_types(len(qt), self.details)
-        self.fb = qt.fb
+    def __init__(self, fb: FlatBuffer, raw: RawModel) -> None:
+        self.fb = fb
+        self.raw = raw
+        self.details_names = ENUMS["QuantizationDetails"]
 
     def decoder(self, base: int) -> Any:
+        raw = self.raw
+
         def decode(i: int) -> Quantization | None:
-            r = int(self.row[base + i])
+            r = int(raw.t_quant_row[base + i])
             if r < 0:
                 return None
             details = None
-            tname = self.details_type[r]
+            code = int(raw.q_details[r, 0])
+            tname = self.details_names.get(code) if code else None
             if tname is not None:
-                details = Options(tname, decode_table(self.fb, tname, int(self.details_pos[r])))
+                fields = decode_table(self.fb, tname, int(raw.q_details[r, 1]))
+                details = Options(tname, fields, canonical=True)
             return Quantization(
-                scale=_row(self.scale, r),
-                zero_point=_row(self.zero_point, r),
-                quantized_dimension=int(self.qdim[r]),
-                min=_row(self.min, r) if self.min_has[r] else None,
-                max=_row(self.max, r) if self.max_has[r] else None,
+                scale=_row(raw.q_scale, r),
+                zero_point=_row(raw.q_zero_point, r),
+                quantized_dimension=int(raw.q_dim[r]),
+                min=_row(raw.q_min, r) if raw.q_min_has[r] else None,
+                max=_row(raw.q_max, r) if raw.q_max_has[r] else None,
                 details=details,
             )
 
@@ -568,15 +523,12 @@ def _row(csr: tuple[np.ndarray, np.ndarray], r: int) -> np.ndarray:
     return vals[ptr[r] : ptr[r + 1]]
 
 
-def _sparsity_decoder(fb: FlatBuffer, has: np.ndarray, spt: Tables, base: int) -> Any:
-    rows = np.full(len(has), -1, dtype=np.int64)
-    rows[has] = np.arange(int(has.sum()))
-
+def _sparsity_decoder(fb: FlatBuffer, positions: np.ndarray, base: int) -> Any:
     def decode(i: int) -> Sparsity | None:
-        r = int(rows[base + i])
-        if r < 0:
+        pos = int(positions[base + i])
+        if pos < 0:
             return None
-        d = decode_table(fb, "SparsityParameters", int(spt.pos[r]))
+        d = decode_table(fb, "SparsityParameters", pos)
         dims = []
         for m in d["dim_metadata"] or ():
             seg = m["array_segments"]
@@ -608,16 +560,15 @@ def _index_vector(u: dict[str, Any]) -> np.ndarray:
     return np.asarray(values or (), dtype=_INDEX_DTYPES[u["type"]])
 
 
-def _tensor_extra_decoder(
-    fb: FlatBuffer, ext_buf: np.ndarray, vt_has: np.ndarray, tens: Tables, base: int
-) -> Any:
+def _tensor_extra_decoder(fb: FlatBuffer, raw: RawModel, base: int) -> Any:
     empty: dict[str, Any] = {}
+    ext_buf, variants, positions = raw.t_external_buffer, raw.t_variant_count, raw.t_pos
 
     def decode(i: int) -> dict[str, Any]:
         j = base + i
-        if ext_buf[j] == 0 and vt_has[j] == vt_has[j + 1]:
+        if ext_buf[j] == 0 and variants[j] <= 0:
             return empty
-        d = decode_table(fb, "Tensor", int(tens.pos[j]))
+        d = decode_table(fb, "Tensor", int(positions[j]))
         out: dict[str, Any] = {}
         if ext_buf[j]:
             out["external_buffer"] = int(ext_buf[j])

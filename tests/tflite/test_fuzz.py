@@ -195,9 +195,9 @@ def test_every_truncation_of_a_small_model(corpus):
 
 
 def test_all_reader_paths_agree(corpus, monkeypatch):
-    """The C accelerator, the vectorized NumPy path and the scalar path for small columns parse
-    identically, and fail with identical messages."""
-    from edgepart.tflite import flatbuf
+    """The C walker, the C column primitives, the vectorized NumPy path and the scalar path for
+    small columns parse identically, and fail with identical messages."""
+    from edgepart.tflite import flatbuf, reader
 
     rng = np.random.default_rng(5)
     cases = []
@@ -214,15 +214,19 @@ def test_all_reader_paths_agree(corpus, monkeypatch):
             return ("error", str(err))
         return ("ok", write_model(m))
 
-    native = [outcome(d) for d in cases]
+    walker = [outcome(d) for d in cases]
+    with monkeypatch.context() as mp:
+        mp.setattr(reader, "ACCELERATE", False)
+        native = [outcome(d) for d in cases]
     runs = {}
     for label, small in (("numpy", flatbuf.SMALL), ("vectorized", 0), ("scalar", 10**9)):
         with monkeypatch.context() as mp:
+            mp.setattr(reader, "ACCELERATE", False)
             mp.setattr(flatbuf, "ACCELERATE", False)
             mp.setattr(flatbuf, "SMALL", small)
             runs[label] = [outcome(d) for d in cases]
-    # The C path defers to the NumPy path on any defect, so even the messages are identical.
-    assert native == runs["numpy"]
+    # The C paths defer to the NumPy path on any defect, so even the messages are identical.
+    assert walker == native == runs["numpy"]
     # The vectorized and scalar paths check the same things; when a file has several defects
     # they may name a different one first, but they agree on success, failure and results.
     kinds = {label: [r[0] for r in rs] for label, rs in runs.items()}

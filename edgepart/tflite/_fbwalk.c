@@ -1,0 +1,406 @@
+/* One-pass verifying walk of a whole flatbuffer, collecting requested fields (optional
+ * accelerator of edgepart's reader; see walk.py for the Python side and flatbuf.py for the
+ * NumPy reader it must agree with).
+ *
+ * The schema arrives as flat int64 arrays (per table type: slot sizes, kinds and arguments;
+ * per union enum: member table types). walk() visits every table reachable from the root in
+ * depth-first, slot order, applying flatbuffers' verifier rules: every table, vtable, field,
+ * string and vector inside the buffer and aligned, strings NUL-terminated, union members
+ * known. For each requested (type, slot) it appends that field of every visited table of the
+ * type to the request's output, in visit order. It returns the outputs and per-type visit
+ * counts, or None if anything is malformed (the caller then runs the NumPy reader, which
+ * raises the precise error). Work is bounded: at most one table per 4 bytes of input and one
+ * vector element per byte, and a depth limit, so aliasing offsets cannot make it loop or blow
+ * up. Every read is bounds-checked before it happens.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { K_SCALAR = 0, K_STRING = 1, K_VEC_SCALAR = 2, K_VEC_STRING = 3, K_TABLE = 4,
+       K_VEC_TABLE = 5, K_UNION = 6 };
+enum { Q_SCALAR = 0, Q_VECTOR = 1, Q_STRING = 2, Q_CHILD = 3, Q_UNION = 4, Q_POS = 5,
+       Q_SPAN = 6, Q_SCALAR_SIGNED = 7 };
+enum { OK = 0, MALFORMED = -1, FAILED = -2 };
+#define MAX_DEPTH 64
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Out;
+
+typedef struct {
+    const uint8_t *d;
+    int64_t n;
+    const int64_t *slot_base, *nslots, *slot_size, *slot_kind, *slot_arg;
+    int64_t ntypes, nslots_total;
+    const int64_t *enum_base, *enum_count, *enum_member;
+    int64_t nenums, nmembers;
+    const int64_t *req_kind, *req_size, *req_default;
+    int64_t *req_of_slot; /* per flat slot: request index or -1 */
+    int64_t *req_pos;     /* per type: Q_POS request index or -1 */
+    Out *out;  /* per request: fixed-size records */
+    Out *data; /* per request: vector elements (Q_VECTOR) */
+    int64_t *visits;
+    int64_t budget_tables, budget_elems;
+} W;
+
+static inline uint16_t rd_u16(const uint8_t *d, int64_t p) {
+    uint16_t v;
+    memcpy(&v, d + p, 2);
+    return v;
+}
+
+static inline uint32_t rd_u32(const uint8_t *d, int64_t p) {
+    uint32_t v;
+    memcpy(&v, d + p, 4);
+    return v;
+}
+
+static inline int32_t rd_i32(const uint8_t *d, int64_t p) {
+    int32_t v;
+    memcpy(&v, d + p, 4);
+    return v;
+}
+
+static int put(Out *o, const void *src, Py_ssize_t n) {
+    if (o->len + n > o->cap) {
+        Py_ssize_t cap = o->cap ? o->cap : 256;
+        while (cap < o->len + n) cap *= 2;
+        char *p = PyMem_Realloc(o->p, (size_t)cap);
+        if (!p) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->len, src, (size_t)n);
+    o->len += n;
+    return OK;
+}
+
+static int put_i64(Out *o, int64_t v) { return put(o, &v, 8); }
+
+/* Checks the string or vector header at t; returns its length or -1 if malformed. */
+static int64_t vec_len(const W *w, int64_t t, int64_t esize, int is_str) {
+    if (t > w->n - 4 || (t & 3)) return -1;
+    const int64_t L = (int64_t)rd_u32(w->d, t);
+    const int64_t end = t + 4 + L * esize;
+    int64_t amask = (esize < 8 ? esize : 8) - 1;
+    if (amask < 0) amask = 0;
+    if (end + is_str > w->n || ((t + 4) & amask)) return -1;
+    if (is_str && w->d[end] != 0) return -1;
+    return L;
+}
+
+static int visit(W *w, int64_t t, int64_t pos, int depth);
+
+static int visit_child(W *w, int64_t t, int64_t pos, int depth, int64_t *index) {
+    if (t < 0 || t >= w->ntypes) return MALFORMED;
+    *index = w->visits[t];
+    return visit(w, t, pos, depth + 1);
+}
+
+static int visit(W *w, int64_t t, int64_t pos, int depth) {
+    const uint8_t *d = w->d;
+    const int64_t n = w->n;
+    if (depth > MAX_DEPTH || --w->budget_tables < 0) return MALFORMED;
+    if (pos < 0 || pos > n - 4 || (pos & 3)) return MALFORMED;
+    const int64_t vt = pos - (int64_t)rd_i32(d, pos);
+    if (vt < 0 || vt > n - 4 || (vt & 1)) return MALFORMED;
+    const int64_t vts = rd_u16(d, vt), osz = rd_u16(d, vt + 2);
+    if (vts < 4 || (vts & 1) || vt + vts > n || osz < 4 || pos + osz > n) return MALFORMED;
+    const int64_t base = w->slot_base[t], ns = w->nslots[t];
+    w->visits[t]++;
+    const int64_t rp = w->req_pos[t];
+    if (rp >= 0 && put_i64(&w->out[rp], pos) < 0) return FAILED;
+    for (int64_t c = 0; c < ns; c++) {
+        const int64_t size = w->slot_size[base + c], kind = w->slot_kind[base + c];
+        const int64_t arg = w->slot_arg[base + c], r = w->req_of_slot[base + c];
+        const int64_t e = (4 + 2 * c < vts) ? rd_u16(d, vt + 4 + 2 * c) : 0;
+        if (e && (e < 4 || e + size > osz || ((pos + e) & (size - 1)))) return MALFORMED;
+        const int64_t a = pos + e;
+        int64_t tgt = 0;
+        if (e && kind != K_SCALAR) {
+            tgt = a + (int64_t)rd_u32(d, a);
+            if (tgt > n - 4 || (tgt & 3)) return MALFORMED;
+        }
+        int rc = OK;
+        switch (kind) {
+        case K_SCALAR:
+            if (r >= 0) { /* widened to int64: every record output is int64 */
+                int64_t v = w->req_default[r];
+                if (e) {
+                    uint64_t u = 0;
+                    memcpy(&u, d + a, (size_t)size); /* little-endian host */
+                    if (w->req_kind[r] == Q_SCALAR_SIGNED && size < 8) {
+                        const uint64_t sign = (uint64_t)1 << (8 * size - 1);
+                        u = (u ^ sign) - sign;
+                    }
+                    v = (int64_t)u;
+                }
+                rc = put_i64(&w->out[r], v);
+            }
+            break;
+        case K_STRING: {
+            int64_t L = -1, s = -1;
+            if (e) {
+                L = vec_len(w, tgt, 1, 1);
+                if (L < 0) return MALFORMED;
+                s = tgt + 4;
+            }
+            if (r >= 0 && (put_i64(&w->out[r], s) < 0 || put_i64(&w->out[r], L) < 0))
+                return FAILED;
+            break;
+        }
+        case K_VEC_SCALAR: {
+            int64_t L = -1;
+            if (e) {
+                L = vec_len(w, tgt, arg, 0);
+                if (L < 0) return MALFORMED;
+            }
+            if (r < 0) break;
+            if (w->req_kind[r] == Q_SPAN) { /* absent byte vectors read as empty: (0, 0) */
+                if (put_i64(&w->out[r], e ? tgt + 4 : 0) < 0 || put_i64(&w->out[r], e ? L : 0) < 0)
+                    return FAILED;
+                break;
+            }
+            if (L > 0 && (w->budget_elems -= L) < 0) return MALFORMED;
+            if (L > 0 && put(&w->data[r], d + tgt + 4, L * arg) < 0) return FAILED;
+            /* record: elements so far (the CSR end of this row), and whether it is present */
+            if (put_i64(&w->out[r], w->data[r].len / arg) < 0 || put_i64(&w->out[r], L >= 0) < 0)
+                return FAILED;
+            break;
+        }
+        case K_VEC_STRING: {
+            if (!e) break;
+            const int64_t L = vec_len(w, tgt, 4, 0);
+            if (L < 0 || (w->budget_elems -= L) < 0) return MALFORMED;
+            for (int64_t j = 0; j < L; j++) {
+                const int64_t p = tgt + 4 + 4 * j;
+                if (vec_len(w, p + (int64_t)rd_u32(d, p), 1, 1) < 0) return MALFORMED;
+            }
+            break;
+        }
+        case K_TABLE: {
+            int64_t index = -1;
+            if (e) {
+                rc = visit_child(w, arg, tgt, depth, &index);
+                if (rc < 0) return rc;
+            }
+            if (r >= 0) rc = put_i64(&w->out[r], index);
+            break;
+        }
+        case K_VEC_TABLE: {
+            int64_t L = -1;
+            if (e) {
+                L = vec_len(w, tgt, 4, 0);
+                if (L < 0 || (w->budget_elems -= L) < 0) return MALFORMED;
+                for (int64_t j = 0; j < L; j++) {
+                    const int64_t p = tgt + 4 + 4 * j;
+                    int64_t index;
+                    rc = visit_child(w, arg, p + (int64_t)rd_u32(d, p), depth, &index);
+                    if (rc < 0) return rc;
+                }
+            }
+            if (r >= 0) rc = put_i64(&w->out[r], L);
+            break;
+        }
+        case K_UNION: {
+            /* the type field is the previous slot (flatc's layout for unions) */
+            int64_t code = 0;
+            if (c > 0) {
+                const int64_t et = (4 + 2 * (c - 1) < vts) ? rd_u16(d, vt + 4 + 2 * (c - 1)) : 0;
+                if (et) code = d[pos + et];
+            }
+            int64_t where = 0;
+            if (e && code) {
+                if (arg < 0 || arg >= w->nenums || code >= w->enum_count[arg]) return MALFORMED;
+                const int64_t member = w->enum_member[w->enum_base[arg] + code];
+                if (member < 0) return MALFORMED;
+                int64_t index;
+                rc = visit_child(w, member, tgt, depth, &index);
+                if (rc < 0) return rc;
+                where = tgt;
+            } else {
+                code = 0;
+            }
+            if (r >= 0 && (put_i64(&w->out[r], code) < 0 || put_i64(&w->out[r], where) < 0))
+                return FAILED;
+            break;
+        }
+        default:
+            return MALFORMED;
+        }
+        if (rc < 0) return rc;
+    }
+    return OK;
+}
+
+#define NARGS 14
+
+/* walk(data, root_type, root_pos, slot_base, nslots, slot_size, slot_kind, slot_arg,
+ *      enum_base, enum_count, enum_member, req_flat_slot, req_kind, req_size_default)
+ *   -> ((records, offsets, vector data per request...), visit counts) | None
+ *   records: every request's int64 records in one blob, request r at [offsets[r], offsets[r+1]);
+ *   scalars are widened to int64 (sign-extended for Q_SCALAR_SIGNED).
+ * req_flat_slot: flat slot index (slot_base[type] + slot), or -1 - type for Q_POS.
+ * req_size_default: per request, the scalar's default value (as int64).
+ */
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *data_obj;
+    long long root_type, root_pos;
+    PyObject *o[11];
+    Py_buffer data, b[11];
+    int got = 0, have_data = 0;
+    PyObject *result = NULL;
+    int64_t nreq = 0;
+    W w;
+    memset(&w, 0, sizeof(w));
+    if (!PyArg_ParseTuple(args, "OLLOOOOOOOOOOO", &data_obj, &root_type, &root_pos, &o[0],
+                          &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9],
+                          &o[10]))
+        return NULL;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    have_data = 1;
+    for (; got < 11; got++) {
+        if (PyObject_GetBuffer(o[got], &b[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (b[got].len % 8) {
+            PyErr_SetString(PyExc_ValueError, "walk: int64 arrays expected");
+            got++;
+            goto done;
+        }
+    }
+    w.d = (const uint8_t *)data.buf;
+    w.n = (int64_t)data.len;
+    w.slot_base = b[0].buf;
+    w.nslots = b[1].buf;
+    w.ntypes = b[0].len / 8;
+    w.slot_size = b[2].buf;
+    w.slot_kind = b[3].buf;
+    w.slot_arg = b[4].buf;
+    w.nslots_total = b[2].len / 8;
+    w.enum_base = b[5].buf;
+    w.enum_count = b[6].buf;
+    w.nenums = b[5].len / 8;
+    w.enum_member = b[7].buf;
+    w.nmembers = b[7].len / 8;
+    const int64_t *req_slot = b[8].buf;
+    w.req_kind = b[9].buf;
+    w.req_default = b[10].buf;
+    nreq = b[8].len / 8;
+    if (b[1].len != b[0].len || b[3].len != b[2].len || b[4].len != b[2].len ||
+        b[6].len != b[5].len || b[9].len != b[8].len || b[10].len != b[8].len ||
+        root_type < 0 || root_type >= w.ntypes) {
+        PyErr_SetString(PyExc_ValueError, "walk: inconsistent schema arrays");
+        goto done;
+    }
+    for (int64_t t = 0; t < w.ntypes; t++) {
+        if (w.slot_base[t] < 0 || w.nslots[t] < 0 ||
+            w.slot_base[t] + w.nslots[t] > w.nslots_total) {
+            PyErr_SetString(PyExc_ValueError, "walk: bad slot table");
+            goto done;
+        }
+    }
+    for (int64_t e = 0; e < w.nenums; e++) {
+        if (w.enum_base[e] < 0 || w.enum_count[e] < 0 ||
+            w.enum_base[e] + w.enum_count[e] > w.nmembers) {
+            PyErr_SetString(PyExc_ValueError, "walk: bad enum table");
+            goto done;
+        }
+    }
+    w.req_of_slot = PyMem_Calloc((size_t)(w.nslots_total + 1), sizeof(int64_t));
+    w.req_pos = PyMem_Calloc((size_t)(w.ntypes + 1), sizeof(int64_t));
+    w.visits = PyMem_Calloc((size_t)(w.ntypes + 1), sizeof(int64_t));
+    w.out = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
+    w.data = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
+    if (!w.req_of_slot || !w.req_pos || !w.visits || !w.out || !w.data) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t i = 0; i < w.nslots_total; i++) w.req_of_slot[i] = -1;
+    for (int64_t i = 0; i < w.ntypes; i++) w.req_pos[i] = -1;
+    for (int64_t r = 0; r < nreq; r++) {
+        const int64_t s = req_slot[r];
+        if (s >= 0 && s < w.nslots_total) w.req_of_slot[s] = r;
+        else if (s < 0 && -1 - s < w.ntypes) w.req_pos[-1 - s] = r;
+        else {
+            PyErr_SetString(PyExc_ValueError, "walk: bad request");
+            goto done;
+        }
+    }
+    w.budget_tables = w.n / 4 + 16;
+    w.budget_elems = w.n + 4096;
+    const int rc = visit(&w, root_type, root_pos, 0);
+    if (rc == FAILED) goto done;
+    if (rc == MALFORMED) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    /* All records (int64) in one blob with per-request offsets; vector elements per request. */
+    Py_ssize_t total = 0;
+    for (int64_t r = 0; r < nreq; r++) total += w.out[r].len;
+    PyObject *records = PyBytes_FromStringAndSize(NULL, total);
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((nreq + 1) * 8));
+    PyObject *outs = PyTuple_New((Py_ssize_t)(nreq + 2));
+    if (!records || !offsets || !outs) {
+        Py_XDECREF(records);
+        Py_XDECREF(offsets);
+        Py_XDECREF(outs);
+        goto done;
+    }
+    char *rp_ = PyBytes_AS_STRING(records);
+    int64_t *op_ = (int64_t *)PyBytes_AS_STRING(offsets);
+    Py_ssize_t at = 0;
+    for (int64_t r = 0; r < nreq; r++) {
+        op_[r] = at / 8;
+        if (w.out[r].len) memcpy(rp_ + at, w.out[r].p, (size_t)w.out[r].len);
+        at += w.out[r].len;
+    }
+    op_[nreq] = at / 8;
+    PyTuple_SET_ITEM(outs, 0, records);
+    PyTuple_SET_ITEM(outs, 1, offsets);
+    for (int64_t r = 0; r < nreq; r++) {
+        PyObject *bytes = PyBytes_FromStringAndSize(w.data[r].p ? w.data[r].p : "", w.data[r].len);
+        if (!bytes) {
+            Py_DECREF(outs);
+            goto done;
+        }
+        PyTuple_SET_ITEM(outs, (Py_ssize_t)(r + 2), bytes);
+    }
+    PyObject *visits = PyBytes_FromStringAndSize((const char *)w.visits, w.ntypes * 8);
+    if (!visits) {
+        Py_DECREF(outs);
+        goto done;
+    }
+    result = PyTuple_Pack(2, outs, visits);
+    Py_DECREF(outs);
+    Py_DECREF(visits);
+done:
+    if (w.out) {
+        for (int64_t r = 0; r < nreq; r++) PyMem_Free(w.out[r].p);
+    }
+    if (w.data) {
+        for (int64_t r = 0; r < nreq; r++) PyMem_Free(w.data[r].p);
+    }
+    PyMem_Free(w.out);
+    PyMem_Free(w.data);
+    PyMem_Free(w.visits);
+    PyMem_Free(w.req_pos);
+    PyMem_Free(w.req_of_slot);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    if (have_data) PyBuffer_Release(&data);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, "Verify a whole flatbuffer and collect requested fields."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fbwalk", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fbwalk(void) { return PyModule_Create(&module); }
