@@ -15,13 +15,20 @@ number of instances where the heuristic is slower than the baseline (must be 0),
 
 Targets (issue 5): mean gap <= 1 %, worst <= 3 %, never slower than the baseline.
 
-The second part of the issue's benchmark, the fused corpus models under every device profile,
-needs the fusion pre-pass and the cost model (phase 2); :func:`corpus_cases` is where those
-instances will come from, and they go through the same :func:`run_instance`.
+Second part: the fused corpus models (``tools/build_corpus.py``, the default corpus) under every
+device profile in ``device_profiles/``: each model's main subgraph becomes a cost graph
+(``edgepart.partition.from_model``: exact claim rules, the cost model's roofline estimates
+since no phone was measured, the fusion pre-pass), and the same three solvers run, the baseline
+being TFLite's default placement on that device (the profile's default delegates then XNNPACK,
+from the exact claim model). The exact solver runs on every instance with its time limit; the
+printout says which instances it proved. Printed per device profile: the geometric-mean speedup
+of the heuristic (and exact) plan over the TFLite default. These are predictions of the cost
+model with estimated device numbers, not measurements on the devices.
 
 Usage::
 
-    python benchmarks/partition_quality.py [--instances 200] [--time-limit 20] [--json out.json]
+    python benchmarks/partition_quality.py [--instances 200] [--time-limit 20]
+        [--corpus-time-limit 20] [--no-corpus] [--json out.json]
 """
 
 from __future__ import annotations
@@ -33,11 +40,12 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from edgepart.partition.baseline import best_baseline, tflite_baselines
+from edgepart.partition.baseline import Baseline, best_baseline, tflite_baselines
 from edgepart.partition.check import check_evaluation
 from edgepart.partition.costgraph import CostGraph, costgraph_from_dict
 from edgepart.partition.exact import solve_exact
@@ -61,18 +69,38 @@ def synthetic_cases(count: int, seed: int) -> Iterator[tuple[str, CostGraph]]:
         yield f"synthetic-{i}", costgraph_from_dict(doc)
 
 
-def corpus_cases() -> Iterator[tuple[str, CostGraph]]:
-    """Fused corpus models under every device profile (phase 2 of issue 5; nothing yet).
+def corpus_cases() -> Iterator[tuple[str, CostGraph, Baseline]]:
+    """Fused corpus models under every device profile, with TFLite's default as the baseline.
 
-    Will yield ``(f"{model}@{profile}", cost_graph)`` built from a ``.tflite`` by the fusion
-    pre-pass and the cost model, once those exist.
+    Yields ``(f"{model}@{profile}", cost_graph, tflite_default)``.
     """
-    return iter(())
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import build_corpus
+
+    from edgepart.devices.profile import profile_names
+    from edgepart.partition.from_model import model_costgraph
+    from edgepart.partition.model_baseline import profile_default_baseline
+    from edgepart.tflite.reader import read_model
+
+    out = build_corpus.default_out_dir()
+    for name in build_corpus.default_names():
+        model = read_model(build_corpus.ensure(name, out))
+        for prof in profile_names():
+            problem = model_costgraph(model, prof)
+            yield f"{name}@{prof}", problem.graph, profile_default_baseline(problem).baseline
 
 
-def run_instance(name: str, g: CostGraph, objective: str, time_limit: float) -> dict[str, Any]:
-    bl = tflite_baselines(g)
+def run_instance(
+    name: str,
+    g: CostGraph,
+    objective: str,
+    time_limit: float,
+    reference: Baseline | None = None,
+) -> dict[str, Any]:
+    bl = tflite_baselines(g) + ([reference] if reference is not None else [])
     base = best_baseline(bl, objective)
+    if reference is not None and reference.feasible:
+        base = reference
     t0 = time.perf_counter()
     h = solve_heuristic(g, objective, extra_starts=[(b.name, b.units) for b in bl if b.feasible])
     t1 = time.perf_counter()
@@ -87,6 +115,7 @@ def run_instance(name: str, g: CostGraph, objective: str, time_limit: float) -> 
         raise AssertionError(f"{name}: heuristic {hk} beats the exact result {ek}: exact is wrong")
     return {
         "name": name,
+        "profile": name.split("@")[1] if "@" in name else None,
         "nodes": g.num_nodes,
         "processors": g.num_procs,
         "baseline": base.name if base is not None else None,
@@ -131,10 +160,12 @@ def summarize(rows: list[dict[str, Any]], label: str) -> None:
         f"{_geo([r['baseline_s'] / r['heuristic_s'] for r in with_base]):.3f}x, exact "
         f"{_geo([r['baseline_s'] / r['exact_s'] for r in with_base]):.3f}x"
     )
-    for p in sorted({r["processors"] for r in with_base}):
-        sub = [r for r in with_base if r["processors"] == p]
+    by = "profile" if any(r.get("profile") for r in with_base) else "processors"
+    for p in sorted({r[by] for r in with_base}):
+        sub = [r for r in with_base if r[by] == p]
+        label = f"{p} processors" if by == "processors" else f"profile {p}"
         print(
-            f"     {p} processors ({len(sub)}): heuristic "
+            f"     {label} ({len(sub)}): heuristic "
             f"{_geo([r['baseline_s'] / r['heuristic_s'] for r in sub]):.3f}x, exact "
             f"{_geo([r['baseline_s'] / r['exact_s'] for r in sub]):.3f}x"
         )
@@ -152,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instances", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--time-limit", type=float, default=20.0, help="exact solver, per instance")
+    ap.add_argument(
+        "--corpus-time-limit", type=float, default=20.0, help="exact solver, per corpus instance"
+    )
+    ap.add_argument("--no-corpus", action="store_true", help="skip the corpus part")
     ap.add_argument("--objective", choices=("latency", "throughput"), default="latency")
     ap.add_argument("--json", help="write per-instance rows here")
     args = ap.parse_args(argv)
@@ -170,15 +205,27 @@ def main(argv: list[str] | None = None) -> int:
         f"objective {args.objective}, seed {args.seed}, exact time limit {args.time_limit:g} s, "
         f"wall {time.perf_counter() - t0:.0f} s"
     )
-    summarize(rows, "synthetic DNN-shaped DAGs")
-    corpus = [run_instance(n, g, args.objective, args.time_limit) for n, g in corpus_cases()]
-    if corpus:
-        summarize(corpus, "fused corpus models x device profiles")
-    else:
+    if rows:
+        summarize(rows, "synthetic DNN-shaped DAGs")
+    corpus = []
+    if not args.no_corpus:
+        t1 = time.perf_counter()
+        for n, g, ref in corpus_cases():
+            r = run_instance(n, g, args.objective, args.corpus_time_limit, ref)
+            corpus.append(r)
+            print(
+                f"{n:>38} nodes={r['nodes']:>3} gap {100 * r['gap']:6.3f} % "
+                f"{'proven' if r['proven'] else 'UNPROVEN'} speedup "
+                f"{r['baseline_s'] / r['heuristic_s']:.3f}x over {r['baseline']} "
+                f"(heuristic {r['heuristic_time_s']:.2f} s, exact {r['exact_time_s']:.2f} s)",
+                flush=True,
+            )
         print(
-            "== fused corpus models x device profiles: not run (needs the fusion pre-pass and "
-            "cost model of issue 5 phase 2)"
+            f"corpus: exact time limit {args.corpus_time_limit:g} s, "
+            f"wall {time.perf_counter() - t1:.0f} s; latencies are cost-model predictions "
+            "(roofline with estimated profile numbers), not device measurements"
         )
+        summarize(corpus, "fused corpus models x device profiles")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"args": vars(args), "rows": rows + corpus}, f, indent=1, sort_keys=True)

@@ -12,9 +12,17 @@ for sizes up to 10,000, one run above):
 
 Also printed: the heuristic's predicted latency against the best baseline's, and ratios.
 
+Second part (``--model-sizes``, default 10,000 and 100,000 ops): a generated ``.tflite``-style
+model (edgepart's builder: FULLY_CONNECTED layers, half with fp16 weights behind DEQUANTIZE,
+residual ADDs, RESHAPEs, and a custom op every 50 layers that only the CPU runs) under the
+``pixel8`` profile, timing each step of ``edgepart partition MODEL``: model to cost graph
+(claim support, cost model, fusion pre-pass), TFLite's default claim (the baseline tool, in the
+same run) and the heuristic.
+
 Usage::
 
-    python benchmarks/partition_speed.py [--sizes 1000 10000 100000] [--repeat 3] [--json f]
+    python benchmarks/partition_speed.py [--sizes 1000 10000 100000] [--repeat 3]
+        [--model-sizes 10000 100000] [--json f]
 """
 
 from __future__ import annotations
@@ -60,11 +68,92 @@ def _metis_time(g: Any, repeat: int) -> float | None:
     return t
 
 
+def generated_model(n_ops: int, seed: int = 0) -> Any:
+    """A DNN-shaped model of about ``n_ops`` ops (see the module docstring)."""
+    import numpy as np
+
+    from edgepart.ir.builder import ModelBuilder
+    from edgepart.ir.dtypes import DType
+
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    width = 16
+    x = g.input("x", DType.FLOAT32, (1, width))
+    shape = g.constant("shape", np.array([1, width], np.int32))
+    w32 = g.constant("w32", rng.standard_normal((width, width)).astype(np.float32))
+    w16 = g.constant("w16", rng.standard_normal((width, width)).astype(np.float16))
+    h, k = x, 0
+    while g.ops.__len__() < n_ops - 5:
+        k += 1
+        if k % 2:
+            w = g.tensor(f"wd{k}", DType.FLOAT32, (width, width))
+            g.op("DEQUANTIZE", [w16], [w])
+        else:
+            w = w32
+        a = g.tensor(f"a{k}", DType.FLOAT32, (1, width))
+        g.op("FULLY_CONNECTED", [h, w, -1], [a], options={"fused_activation_function": "RELU"})
+        r = g.tensor(f"r{k}", DType.FLOAT32, (1, width))
+        g.op("RESHAPE", [a, shape], [r])
+        y = g.tensor(f"y{k}", DType.FLOAT32, (1, width))
+        if k % 50 == 0:
+            g.op("CUSTOM_CPU_ONLY", [r], [y])
+        else:
+            g.op("ADD", [r, h], [y])
+        h = y
+    g.output(h)
+    mb.add_signature("serving_default", 0, [("x", x)], [("y", h)])
+    return mb.build()
+
+
+def model_rows(sizes: list[int]) -> list[dict[str, Any]]:
+    from edgepart.claim.flow import claim
+    from edgepart.partition.from_model import model_costgraph
+    from edgepart.partition.model_baseline import profile_default_baseline
+
+    rows = []
+    for n in sizes:
+        m = generated_model(n)
+        t_cg, pr = _time(lambda m=m: model_costgraph(m, "pixel8"), 1)
+        t_claim, _ = _time(lambda m=m: claim(m, ["gpu"]), 1)
+        t_def, d = _time(lambda pr=pr: profile_default_baseline(pr), 1)
+        bl = [d.baseline, *tflite_baselines(pr.graph)]
+        t_heur, h = _time(
+            lambda pr=pr, bl=bl: solve_heuristic(
+                pr.graph, extra_starts=[(b.name, b.units) for b in bl if b.feasible]
+            ),
+            1,
+        )
+        g = pr.graph
+        row = {
+            "ops": m.main.num_ops,
+            "nodes": g.num_nodes,
+            "costgraph_s": t_cg,
+            "claim_gpu_s": t_claim,
+            "default_baseline_s": t_def,
+            "heuristic_s": t_heur,
+            "heuristic_latency_s": h.evaluation.latency_s,
+            "default_latency_s": d.baseline.evaluation.latency_s,
+        }
+        rows.append(row)
+        print(
+            f"model {m.main.num_ops:>7} ops -> {g.num_nodes:>6} nodes: cost graph "
+            f"{t_cg:.2f} s | TFLite claim (gpu) {t_claim:.2f} s, default baseline {t_def:.2f} s "
+            f"| heuristic {t_heur:.2f} s ({h.evaluation.num_partitions} partitions) | predicted "
+            f"{h.evaluation.latency_s * 1e3:.2f} ms vs TFLite default "
+            f"{d.baseline.evaluation.latency_s * 1e3:.2f} ms; cost graph / claim time "
+            f"{t_cg / t_claim:.1f}",
+            flush=True,
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model-sizes", type=int, nargs="*", default=[10_000, 100_000])
     ap.add_argument("--json", help="write the series here")
     args = ap.parse_args(argv)
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
@@ -126,10 +215,11 @@ def main(argv: list[str] | None = None) -> int:
         "series (nodes: heuristic seconds): "
         + ", ".join(f"{r['nodes']}: {r['heuristic_s']:.3f}" for r in rows)
     )
+    mrows = model_rows(args.model_sizes) if args.model_sizes else []
     print(f"load average at end {os.getloadavg()[0]:.2f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1, sort_keys=True)
+            json.dump({"costgraphs": rows, "models": mrows}, f, indent=1, sort_keys=True)
     return 0
 
 

@@ -1,8 +1,12 @@
-"""``edgepart partition``: place a cost graph (later: a model under a device profile) on processors.
+"""``edgepart partition``: place a model (under a device profile) or a cost graph on processors.
 
-Problem sources are resolved by :func:`_load_problem`; only ``--graph COSTGRAPH.json`` exists
-now. ``MODEL --profile DEVICE`` will plug in there once the fusion pre-pass and the cost model
-exist, and everything after it (solvers, plan, report) stays the same.
+Two problem sources, one set of solvers:
+
+* ``MODEL --profile DEVICE [-o OUT/]``: the model's main subgraph becomes a cost graph (claim
+  rules, cost model, fusion pre-pass: :func:`edgepart.partition.from_model.model_costgraph`);
+  the plan is compared with TFLite's default placement on that device, and ``-o`` writes a
+  bundle directory (plan.json, one .tflite per partition, arena.json, manifest, reports).
+* ``--graph COSTGRAPH.json [-o PLAN.json]``: a documented cost graph (``docs/costgraph.md``).
 """
 
 from __future__ import annotations
@@ -26,9 +30,26 @@ def register(subparsers: Any) -> None:
             "latency (or the pipeline period), and compare with TFLite's default placement."
         ),
     )
-    p.add_argument("model", nargs="?", metavar="MODEL", help="a .tflite model (not yet supported)")
+    p.add_argument("model", nargs="?", metavar="MODEL", help="a .tflite model (with --profile)")
     p.add_argument("--graph", metavar="COSTGRAPH.json", help="a cost-graph JSON file")
-    p.add_argument("--profile", metavar="DEVICE", help="device profile (with MODEL; not yet)")
+    p.add_argument(
+        "--profile", metavar="DEVICE", help="device profile name or YAML path (with MODEL)"
+    )
+    p.add_argument(
+        "--latency-table",
+        action="append",
+        default=[],
+        metavar="T.json",
+        help="measured latency table for the cost model (repeatable; merged in order)",
+    )
+    p.add_argument(
+        "--table-for",
+        action="append",
+        default=[],
+        metavar="PROC=TABLEPROC",
+        help="back profile processor PROC with latency-table processor TABLEPROC",
+    )
+    p.add_argument("--no-arena", action="store_true", help="with MODEL -o: do not plan arena.json")
     p.add_argument(
         "--objective",
         choices=("latency", "throughput"),
@@ -54,25 +75,23 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed for randomized steps (default 0)")
     p.add_argument("--effort", type=float, default=1.0, help="heuristic budget multiplier")
-    p.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan JSON here")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="MODEL: the bundle directory to write; --graph: the plan JSON file",
+    )
     p.set_defaults(func=handler)
 
 
-def _load_problem(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """The cost graph to solve and a description of where it came from."""
-    if args.model and args.graph:
-        raise UsageError("give either MODEL or --graph, not both")
-    if args.model:
-        raise UsageError(
-            f"partitioning a .tflite model ({args.model}) is not available yet: it needs the "
-            "fusion pre-pass and the cost model; pass a cost graph with --graph COSTGRAPH.json"
-        )
-    if not args.graph:
-        raise UsageError("nothing to partition: give --graph COSTGRAPH.json")
-    if args.profile:
-        raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
+def _graph_problem(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The cost graph of ``--graph`` and a description of where it came from."""
     from edgepart.partition.costgraph import load_costgraph
 
+    if args.profile:
+        raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
+    if args.latency_table or args.table_for:
+        raise UsageError("--latency-table/--table-for go with MODEL; a cost graph has its costs")
     g = load_costgraph(args.graph)
     with open(args.graph, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
@@ -84,10 +103,8 @@ def _load_problem(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     }
 
 
-def handler(args: argparse.Namespace) -> int:
-    from edgepart._io import atomic_write_text
-    from edgepart.partition.plan import format_report, plan_json
-    from edgepart.partition.solve import SolveOptions, partition_costgraph
+def _options(args: argparse.Namespace) -> tuple[str, Any]:
+    from edgepart.partition.solve import SolveOptions
 
     if args.time_limit is not None and not args.exact:
         raise UsageError("--time-limit applies to --exact only")
@@ -97,7 +114,6 @@ def handler(args: argparse.Namespace) -> int:
         raise UsageError(f"--edge-cut K needs K >= 1, got {args.edge_cut}")
     if args.effort <= 0:
         raise UsageError(f"--effort must be positive, got {args.effort}")
-    g, source = _load_problem(args)
     method = "exact" if args.exact else "edge-cut" if args.edge_cut is not None else "heuristic"
     opts = SolveOptions(
         objective=args.objective,
@@ -107,10 +123,83 @@ def handler(args: argparse.Namespace) -> int:
         edge_cut_k=args.edge_cut or 2,
         edge_cut_method=args.edge_cut_method,
     )
+    return method, opts
+
+
+def handler(args: argparse.Namespace) -> int:
+    if args.model and args.graph:
+        raise UsageError("give either MODEL or --graph, not both")
+    if not args.model and not args.graph:
+        raise UsageError("nothing to partition: give MODEL --profile DEVICE or --graph FILE.json")
+    method, opts = _options(args)
+    if args.model:
+        return _model(args, method, opts)
+    return _graph(args, method, opts)
+
+
+def _graph(args: argparse.Namespace, method: str, opts: Any) -> int:
+    from edgepart._io import atomic_write_text
+    from edgepart.partition.plan import format_report, plan_json
+    from edgepart.partition.solve import partition_costgraph
+
+    g, source = _graph_problem(args)
     sol = partition_costgraph(g, method, opts)
     if args.output:
         atomic_write_text(args.output, plan_json(sol, source))
     print(format_report(sol), end="")
     if args.output:
         print(f"plan written to {args.output}")
+    return 0
+
+
+def _model(args: argparse.Namespace, method: str, opts: Any) -> int:
+    import time
+
+    from edgepart._io import atomic_write_text
+    from edgepart.cost.hardware import hardware_from_profile
+    from edgepart.cost.model import CostModel
+    from edgepart.cost.table import tables_from
+    from edgepart.devices.profile import load_profile
+    from edgepart.partition.deploy import placed_partitions, write_plan_bundle
+    from edgepart.partition.from_model import model_costgraph
+    from edgepart.partition.model_baseline import profile_default_baseline
+    from edgepart.partition.model_report import format_model_report
+    from edgepart.partition.solve import partition_costgraph
+    from edgepart.tflite.reader import read_model
+
+    if not args.profile:
+        raise UsageError(
+            f"{args.model}: give the device with --profile DEVICE (see edgepart profiles)"
+        )
+    if args.no_arena and not args.output:
+        raise UsageError("--no-arena applies when writing a bundle with -o OUT/")
+    t0 = time.perf_counter()
+    prof = load_profile(args.profile)
+    mapping = {}
+    for m in args.table_for:
+        proc, sep, tproc = m.partition("=")
+        if not sep or not proc or not tproc:
+            raise UsageError(f"--table-for {m!r}: expected PROC=TABLEPROC")
+        mapping[proc] = tproc
+    tables = tables_from(args.latency_table) if args.latency_table else None
+    cm = CostModel(hardware_from_profile(prof), tables, table_for=mapping)
+    model = read_model(args.model)
+    problem = model_costgraph(model, prof, cm)
+    default = profile_default_baseline(problem)
+    t1 = time.perf_counter()
+    sol = partition_costgraph(problem.graph, method, opts, reference=default.baseline)
+    t2 = time.perf_counter()
+    arena = None
+    if args.output:
+        _, parts, arena = write_plan_bundle(
+            args.output, problem, sol, default, arena=not args.no_arena, source_path=args.model
+        )
+    else:
+        parts = placed_partitions(problem, sol.evaluation)
+    report = format_model_report(problem, sol, parts, default, arena)
+    print(report, end="")
+    print(f"time: model to cost graph {t1 - t0:.2f} s, {method} {t2 - t1:.2f} s")
+    if args.output:
+        atomic_write_text(os.path.join(args.output, "partition_report.txt"), report)
+        print(f"bundle written to {args.output}" + ("" if arena else " (no arena.json)"))
     return 0

@@ -113,6 +113,7 @@ class Run:
     latency: float
     period: float
     serial: float = 0.0
+    spread: float = 0.0  # sum over nodes of their partition's end (with ``spread`` asked)
     part_of: list[int] | None = None
     part_unit: list[int] | None = None
     dur: list[float] | None = None
@@ -129,8 +130,12 @@ class Run:
 _NO = Run(False, INF, INF)
 
 
-def run(c: Compiled, units: list[int], detail: bool) -> Run:
-    """Evaluate one placement; with ``detail`` False an infeasible one returns early."""
+def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Run:
+    """Evaluate one placement; with ``detail`` False an infeasible one returns early.
+
+    ``spread`` adds the sum over nodes of the end time of their partition: how early results
+    become available overall, the local search's tie-breaker on makespan plateaus.
+    """
     n, uproc = c.n, c.uproc
     procs = [uproc[u] for u in units]
     lv = [row[p] for row, p in zip(c.lat, procs, strict=True)]
@@ -250,12 +255,14 @@ def run(c: Compiled, units: list[int], detail: bool) -> Run:
     period = max(max(load), max(link))
     ok = not unsupported and not split and fits
     if not detail:
-        return Run(ok, latency if ok else INF, period if ok else INF)
+        sp = sum([end[q] for q in part_of]) if spread and ok else 0.0
+        return Run(ok, latency if ok else INF, period if ok else INF, 0.0, sp)
     return Run(
         ok,
         latency,
         period,
         serial,
+        sum([end[q] for q in part_of]) if spread else 0.0,
         part_of,
         part_unit,
         dur,

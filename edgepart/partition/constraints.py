@@ -4,7 +4,9 @@ A processor is *admissible* for a node when it supports the node and one of its 
 the node alone (weights plus the node's activation bytes). A colocation group's nodes share one
 unit, so the group is admissible only on processors admissible for every member whose unit holds
 all the members' weights plus the largest member activation. Inadmissible choices can never be
-part of a feasible placement, so restricting every solver to admissible ones loses nothing.
+part of a feasible placement, so restricting every solver to admissible ones loses nothing. When
+all weights together exceed the memory of all units together, no placement can fit and the error
+says so with the numbers.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ def admissible(g: CostGraph) -> np.ndarray:
             f"{g.node_label(v)} fits no unit: it needs {int(need[v])} bytes "
             f"({int(g.weight_bytes[v])} weights + {int(g.activation_bytes[v])} activations); "
             f"memory per unit of the processors that support it: {caps}"
+        )
+    total = int(g.weight_bytes.sum())
+    room = g.proc_memory[g.unit_proc]
+    if total > room.sum():
+        per = ", ".join(
+            f"{g.unit_name(u)} {_cap(g, int(g.unit_proc[u]))}" for u in range(g.num_units)
+        )
+        raise PlacementInfeasibleError(
+            f"the weights need {total} bytes but all units together hold "
+            f"{int(room.sum())} bytes ({per}); use a device with more memory or a smaller model"
         )
     for gi, members in enumerate(group_members(g)):
         if len(members) < 2:

@@ -161,8 +161,13 @@ def plan_to_dict(sol: Solution, source: dict[str, Any] | None = None) -> dict[st
 
 
 def plan_json(sol: Solution, source: dict[str, Any] | None = None) -> str:
-    """:func:`plan_to_dict` serialized with sorted keys and a final newline."""
-    return json.dumps(plan_to_dict(sol, source), sort_keys=True, indent=1) + "\n"
+    """:func:`plan_to_dict` serialized with sorted keys and a final newline, after checking it
+    against ``edgepart/schemas/plan_costgraph.schema.json``."""
+    from edgepart.partition.plan_schema import validate_costgraph_plan
+
+    doc = plan_to_dict(sol, source)
+    validate_costgraph_plan(json.loads(json.dumps(doc)), "plan document (being written)")
+    return json.dumps(doc, sort_keys=True, indent=1) + "\n"
 
 
 def _ms(x: float) -> str:

@@ -17,7 +17,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,12 @@ def _edgecut(
 
 
 def partition_costgraph(
-    g: CostGraph, method: str = "heuristic", options: SolveOptions | None = None
+    g: CostGraph,
+    method: str = "heuristic",
+    options: SolveOptions | None = None,
+    *,
+    baselines: Sequence[Baseline] = (),
+    reference: Baseline | None = None,
 ) -> Solution:
     """Place ``g`` with the named solver and return a checked :class:`Solution`.
 
@@ -155,6 +160,13 @@ def partition_costgraph(
         A registered solver: "heuristic", "exact" or "edge-cut".
     options : SolveOptions
         Objective, seed, effort, exact time limit, edge-cut k and partitioner.
+    baselines : sequence of Baseline
+        More TFLite-default candidates besides the generic ones (e.g. the exact claim of a
+        device profile's default delegates); all are starts and the plan is never worse than
+        the best feasible one.
+    reference : Baseline
+        The baseline to report the plan against ("the TFLite default"); when it is missing or
+        infeasible, the best feasible candidate is reported.
 
     Raises
     ------
@@ -169,19 +181,20 @@ def partition_costgraph(
     if o.objective not in OBJECTIVES:
         raise UsageError(f"unknown objective {o.objective!r}; valid: {', '.join(OBJECTIVES)}")
     solver = get_solver(method)
-    baselines = tflite_baselines(g)
-    base = best_baseline(baselines, o.objective)
-    units, info = solver(g, o, baselines)
+    every = ([reference] if reference is not None else []) + list(baselines) + tflite_baselines(g)
+    best = best_baseline(every, o.objective)
+    units, info = solver(g, o, every)
     ev = evaluate(g, units)
     if not ev.feasible:
         raise PlacementInfeasibleError(f"the {method} plan is infeasible: {ev.violations[0]}")
     chosen = method
     if (
         method != "edge-cut"
-        and base is not None
-        and objective_key(base.evaluation, o.objective) < objective_key(ev, o.objective)
+        and best is not None
+        and objective_key(best.evaluation, o.objective) < objective_key(ev, o.objective)
     ):
-        units, ev, chosen = base.units, base.evaluation, base.name
+        units, ev, chosen = best.units, best.evaluation, best.name
     check_evaluation(g, ev)
     optimal = info.pop("optimal", None) if method == "exact" else None
-    return Solution(g, o, method, chosen, units, ev, optimal, base, tuple(baselines), info)
+    shown = reference if reference is not None and reference.feasible else best
+    return Solution(g, o, method, chosen, units, ev, optimal, shown, tuple(every), info)

@@ -62,7 +62,9 @@ def test_modes(graph_file, tmp_path, extra, capsys):
     ("args", "needle"),
     [
         (["partition"], "nothing to partition"),
-        (["partition", "m.tflite"], "not available yet"),
+        (["partition", "m.tflite"], "--profile DEVICE"),
+        (["partition", "missing.tflite", "--profile", "pixel8"], "missing.tflite"),
+        (["partition", "m.tflite", "--profile", "nosuchdevice"], "unknown device profile"),
         (["partition", "m.tflite", "--graph", "g.json"], "either MODEL or --graph"),
         (["partition", "--graph", "GRAPH", "--time-limit", "5"], "--time-limit applies to --exact"),
         (["partition", "--graph", "GRAPH", "--profile", "pixel"], "--profile goes with MODEL"),

@@ -105,7 +105,24 @@ def test_units_that_cannot_hold_everything_fail_clearly():
         links=[],
     )
     d["nodes"][0]["weight_bytes"] = d["nodes"][1]["weight_bytes"] = 100
-    with pytest.raises(PlacementInfeasibleError, match=r"unit cpu:0 needs 210 bytes"):
+    with pytest.raises(
+        PlacementInfeasibleError,
+        match=r"the weights need 200 bytes but all units together hold 120 bytes \(cpu:0 120",
+    ):
+        partition_costgraph(costgraph_from_dict(d))
+
+
+def test_units_that_cannot_pack_everything_fail_naming_a_unit():
+    # Enough memory in total (2 x 160 >= 3 x 100), but each unit holds one node only.
+    d = doc(
+        [{"cpu": 1}, {"cpu": 1}, {"cpu": 1}],
+        [(0, 1, 10), (1, 2, 10)],
+        procs=[{"name": "cpu", "kind": "cpu", "units": 2, "memory_bytes": 160}],
+        links=[],
+    )
+    for v in range(3):
+        d["nodes"][v]["weight_bytes"] = 100
+    with pytest.raises(PlacementInfeasibleError, match=r"unit cpu:\d needs 2\d\d bytes"):
         partition_costgraph(costgraph_from_dict(d))
 
 

@@ -1,0 +1,186 @@
+"""Which processor of a device profile can run which op: the exact TFLite claiming rules, per op.
+
+A processor runs what its delegate accepts (:mod:`edgepart.claim.support`: op, version, dtypes,
+ranks, named predicates), evaluated the way the delegate's helper does it:
+
+* ``xnnpack``: ``PrepareOpsToDelegate`` (static unpacking of constant DEQUANTIZE/DENSIFY,
+  resource-variable coupling), :func:`edgepart.claim.helpers.xnnpack_nodes_to_delegate`;
+* ``fp16_graph_partition`` (GPU, NNAPI): DEQUANTIZE of fp16 constants is refused and its
+  consumers are checked as if they read the fp16 constant; the DEQUANTIZE is added back when its
+  consumers are delegated, which is what happens in a partition file that holds both (the fusion
+  pre-pass keeps them together), so such a DEQUANTIZE counts as supported;
+* every other delegate: the plain per-op check.
+
+Delegates that only accept static-sized tensors (GPU, NNAPI, Edge TPU, ...) refuse a whole graph
+with a dynamic-sized tensor (``ModifyGraphWithDelegate``); per op, an op that creates or touches
+a dynamic-sized tensor is therefore refused with TFLite's message, since a partition file holding
+it would not be delegated at all.
+
+A processor of kind ``cpu`` runs every op: ops its delegate (XNNPACK) refuses fall back to the
+builtin kernels in the same interpreter. The result is data (:class:`ProcessorSupport`), with the
+``"OPNAME: reason"`` lines TFLite logs for the refused ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgepart.claim.helpers import _SHAPE_INPUTS, fp16_dequant_map, xnnpack_nodes_to_delegate
+from edgepart.claim.support import evaluate_support
+from edgepart.devices.delegate import DelegateSpec, load_delegate
+from edgepart.devices.profile import DeviceProfile
+from edgepart.ir.graph import Subgraph
+
+__all__ = ["ProcessorSupport", "dynamic_tensors", "processor_support"]
+
+_STATIC_ONLY_REASON = (
+    "Attempting to use a delegate that only supports static-sized tensors with a graph that "
+    "has dynamic-sized tensors (tensor#{t} is a dynamic-sized tensor)."
+)
+
+
+@dataclass(frozen=True, eq=False)
+class ProcessorSupport:
+    """Per-op support on each processor of a profile (processors in profile order).
+
+    ``supported[i, p]``: processor ``p`` can run op ``i``. ``reasons[p]`` maps each refused op
+    to TFLite's ``"OPNAME: reason"`` line and ``details[p]`` to edgepart's more specific one.
+    """
+
+    processors: tuple[str, ...]
+    delegates: tuple[str, ...]
+    supported: np.ndarray  # [n_ops, P] bool
+    reasons: tuple[Mapping[int, str], ...]
+    details: tuple[Mapping[int, str], ...]
+
+    def why(self, op: int, p: int) -> str:
+        """The refusal detail of ``op`` on processor ``p`` ("" when supported)."""
+        return self.details[p].get(op) or self.reasons[p].get(op, "")
+
+
+def dynamic_tensors(sg: Subgraph) -> np.ndarray:
+    """Per tensor: dynamic-sized at prepare time (the rule of
+    :func:`edgepart.claim.helpers.dynamic_tensor`, propagated to everything computed from it)."""
+    const = sg.tensor_is_constant
+    dyn = np.zeros(sg.num_tensors, dtype=bool)
+    names = [c.name for c in sg.opcodes]
+    flagged = np.zeros(sg.num_ops, dtype=bool)
+    kinds = np.array([nm in _SHAPE_INPUTS for nm in names], dtype=bool)
+    cand = np.flatnonzero(kinds[sg.op_opcode]) if len(kinds) else np.zeros(0, np.int64)
+    for op in cand.tolist():
+        ins = sg.op_inputs.row_tuple(op)
+        name = names[int(sg.op_opcode[op])]
+        keys = _SHAPE_INPUTS[name]
+        outs = sg.op_outputs.row_tuple(op)
+        if not keys:
+            flagged[op] = True
+            continue
+        for k in keys:
+            if k < len(ins) and ins[k] >= 0 and not const[ins[k]]:
+                if name == "RESHAPE" and outs and not sg.tensor_has_signature[outs[0]]:
+                    continue
+                flagged[op] = True
+                break
+    if not flagged.any():
+        return dyn
+    # an op reading a dynamic tensor resizes its outputs at every invoke: they are dynamic too
+    from edgepart.ir.analysis import topological_order
+
+    for op in topological_order(sg).tolist():
+        rd = sg.op_inputs.row(op)
+        rd = rd[rd >= 0]
+        if flagged[op] or (len(rd) and dyn[rd].any()):
+            wr = sg.op_outputs.row(op)
+            dyn[wr[wr >= 0]] = True
+    return dyn
+
+
+def _touches(sg: Subgraph, mask: np.ndarray) -> np.ndarray:
+    """Per op: some input or output tensor is in ``mask``."""
+    out = np.zeros(sg.num_ops, dtype=bool)
+    for csr in (sg.op_inputs, sg.op_outputs):
+        t = csr.idx.astype(np.int64)
+        ok = t >= 0
+        hit = np.zeros(len(t), dtype=bool)
+        hit[ok] = mask[t[ok]]
+        if hit.any():
+            out[np.unique(csr.row_ids()[hit])] = True
+    return out
+
+
+def delegate_support(
+    sg: Subgraph, spec: DelegateSpec, context: Mapping[str, object] | None = None
+) -> tuple[np.ndarray, dict[int, str], dict[int, str]]:
+    """(supported per op, reasons, details) of one delegate on every op of ``sg``."""
+    n = sg.num_ops
+    ctx = {**(context or {})}
+    ops = np.arange(n, dtype=np.int64)
+    helper = spec.policy.helper
+    if spec.policy.method == "fallback":
+        return np.ones(n, dtype=bool), {}, {}
+    if helper == "xnnpack":
+        table, _ = xnnpack_nodes_to_delegate(sg, spec, list(range(n)), n, ctx)
+        sup = table.supported.copy()
+        reasons, details = dict(table.reasons), dict(table.details)
+    elif helper == "fp16_graph_partition":
+        remap, dq = fp16_dequant_map(sg, ops.tolist(), {})
+        table = evaluate_support(sg, spec, ops=ops, context=ctx, input_overrides=remap)
+        sup = table.supported.copy()
+        reasons, details = dict(table.reasons), dict(table.details)
+        for op in dq:  # re-added with its delegated consumers (FP16GraphPartitionHelper)
+            sup[op] = True
+            reasons.pop(op, None)
+            details.pop(op, None)
+    else:
+        table = evaluate_support(sg, spec, ops=ops, context=ctx)
+        sup = table.supported.copy()
+        reasons, details = dict(table.reasons), dict(table.details)
+    if not spec.policy.allow_dynamic_tensors:
+        dyn = dynamic_tensors(sg)
+        if dyn.any():
+            bad = np.flatnonzero(_touches(sg, dyn) & sup)
+            first = int(np.flatnonzero(dyn)[0])
+            for op in bad.tolist():
+                sup[op] = False
+                reasons[op] = details[op] = f"{sg.op_name(op)}: " + _STATIC_ONLY_REASON.format(
+                    t=first
+                )
+    return sup, reasons, details
+
+
+def processor_support(
+    sg: Subgraph, profile: DeviceProfile, *, cpu_runs_everything: bool = True
+) -> ProcessorSupport:
+    """Support of every op of ``sg`` on every processor of ``profile``.
+
+    Parameters
+    ----------
+    sg
+        The subgraph (the model's main subgraph for partitioning).
+    profile
+        The device profile; its ``context`` overrides the delegates' context values.
+    cpu_runs_everything
+        Processors of kind ``cpu`` support every op (builtin kernels take what their delegate
+        refuses). The refusal reasons of their delegate are still recorded.
+    """
+    n = sg.num_ops
+    cols, reasons, details = [], [], []
+    for proc in profile.processors:
+        spec = load_delegate(proc.delegate)
+        sup, rs, ds = delegate_support(sg, spec, profile.context)
+        if proc.kind == "cpu" and cpu_runs_everything:
+            sup = np.ones(n, dtype=bool)
+        cols.append(sup)
+        reasons.append(rs)
+        details.append(ds)
+    mat = np.stack(cols, axis=1) if cols else np.zeros((n, 0), dtype=bool)
+    return ProcessorSupport(
+        processors=tuple(p.name for p in profile.processors),
+        delegates=tuple(p.delegate for p in profile.processors),
+        supported=mat,
+        reasons=tuple(reasons),
+        details=tuple(details),
+    )
