@@ -34,11 +34,34 @@ __all__ = ["native_columns"]
 K_SCALAR, K_STRING, K_VEC_SCALAR, K_VEC_STRING, K_TABLE, K_VEC_TABLE, K_UNION = range(7)
 Q_SCALAR, Q_VECTOR, Q_STRING, Q_CHILD, Q_UNION, Q_POS, Q_SPAN, Q_SCALAR_SIGNED = range(8)
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
-_SIZES = {"bool": 1, "int8": 1, "uint8": 1, "utype": 1, "int16": 2, "uint16": 2, "int32": 4,
-          "uint32": 4, "int64": 8, "uint64": 8, "float32": 4, "float64": 8}
-_DTYPES = {"bool": "u1", "int8": "i1", "uint8": "u1", "utype": "u1", "int16": "<i2",
-           "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8",
-           "float32": "<f4", "float64": "<f8"}
+_SIZES = {
+    "bool": 1,
+    "int8": 1,
+    "uint8": 1,
+    "utype": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float32": 4,
+    "float64": 8,
+}
+_DTYPES = {
+    "bool": "u1",
+    "int8": "i1",
+    "uint8": "u1",
+    "utype": "u1",
+    "int16": "<i2",
+    "uint16": "<u2",
+    "int32": "<i4",
+    "uint32": "<u4",
+    "int64": "<i8",
+    "uint64": "<u8",
+    "float32": "<f4",
+    "float64": "<f8",
+}
 
 # (table, field, request kind): everything RawModel needs.
 REQUESTS: tuple[tuple[str, str, int], ...] = (
@@ -105,10 +128,15 @@ def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray,
     """Flat schema arrays for the walker and the request arrays (built once)."""
     names = sorted(TABLES)
     tid = {t: i for i, t in enumerate(names)}
-    enums = sorted({f[2].split(":", 1)[1] for fs in TABLES.values() for f in fs
-                    if f[2].startswith("union:")})
+    enums = sorted(
+        {f[2].split(":", 1)[1] for fs in TABLES.values() for f in fs if f[2].startswith("union:")}
+    )
     eid = {e: i for i, e in enumerate(enums)}
-    slot_base, nslots, size, kind, arg = [], [], [], [], []
+    slot_base: list[int] = []
+    nslots: list[int] = []
+    size: list[int] = []
+    kind: list[int] = []
+    arg: list[int] = []
     flat: dict[tuple[str, str], int] = {}
     for t in names:
         fields = {f[1]: f for f in TABLES[t]}
@@ -150,7 +178,9 @@ def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray,
             else:
                 kind.append(K_TABLE)
                 arg.append(tid[ftype])
-    enum_base, enum_count, members = [], [], []
+    enum_base: list[int] = []
+    enum_count: list[int] = []
+    members: list[int] = []
     for e in enums:
         table = ENUMS[e]
         count = max(table) + 1
@@ -169,14 +199,25 @@ def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray,
             ftype, default = next((f[2], f[3]) for f in TABLES[t] if f[0] == field)
             if qkind == Q_SCALAR and ftype in _SIGNED:
                 qkind = Q_SCALAR_SIGNED
-            req_default.append(int(default or 0) if ftype in _SIZES else 0)
+            value = 0
+            if ftype in _SIZES and isinstance(default, (int, float)):
+                value = int(default)
+            req_default.append(value)
         req_kind.append(qkind)
 
     def arr(x: list[int]) -> np.ndarray:
         return np.asarray(x, dtype=np.int64)
 
-    schema = (arr(slot_base), arr(nslots), arr(size), arr(kind), arr(arg), arr(enum_base),
-              arr(enum_count), arr(members))
+    schema = (
+        arr(slot_base),
+        arr(nslots),
+        arr(size),
+        arr(kind),
+        arr(arg),
+        arr(enum_base),
+        arr(enum_count),
+        arr(members),
+    )
     return tid, schema, (arr(req_slot), arr(req_kind), arr(req_default))
 
 
@@ -185,8 +226,7 @@ def native_columns(fb: FlatBuffer, root_pos: int) -> RawModel | None:
     if _fbwalk is None:
         return None
     tid, schema, (req_slot, req_kind, req_default) = _schema()
-    result = _fbwalk.walk(fb.data, tid["Model"], root_pos, *schema, req_slot, req_kind,
-                          req_default)
+    result = _fbwalk.walk(fb.data, tid["Model"], root_pos, *schema, req_slot, req_kind, req_default)
     if result is None:
         return None
     outs, _visits = result
@@ -235,8 +275,7 @@ def _raw(g: dict[tuple[str, str], Any]) -> RawModel:
     q_index = g["Tensor", "quantization"]
     sp_index = g["Tensor", "sparsity"]
     sp_pos = g["SparsityParameters", ""]
-    t_sparsity = np.where(sp_index >= 0, sp_pos[np.maximum(sp_index, 0)] if len(sp_pos) else -1,
-                          -1)
+    t_sparsity = np.where(sp_index >= 0, sp_pos[np.maximum(sp_index, 0)] if len(sp_pos) else -1, -1)
     # Signature maps arrive interleaved (inputs of signature 0, its outputs, then signature 1):
     # split them by the per-signature counts.
     n_in = np.maximum(g["SignatureDef", "inputs"], 0)
