@@ -20,23 +20,12 @@ __all__ = ["atomic_dir", "atomic_write", "atomic_write_chunks", "atomic_write_te
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
     """Write ``data`` to ``path`` so that readers see either the old file or the whole new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    atomic_write_chunks(path, (data,))
 
 
 def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[Any]) -> None:
-    """Like :func:`atomic_write` for content given as a sequence of bytes-like chunks."""
+    """Write the concatenated ``chunks`` to ``path`` atomically: a temporary file in the same
+    directory, fsync'd, then renamed over the target (removed again on any failure)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
