@@ -937,6 +937,10 @@ class AdbEmulator:
             # lets host stand-ins (e.g. a fake benchmark_model) map paths they write into files
             ADB_EMULATOR_SANDBOX=str(self.sandbox),
         )
+        # A command a fault will strike is told so, and a host stand-in then keeps running long
+        # enough for the fault to find it alive (real phone runs take seconds; ours take ms).
+        if any(t.kind in ("disconnect", "hang") and t.needle in command for t in self._triggers):
+            env["ADB_EMULATOR_FAULT_PENDING"] = "1"
         argv = ["/bin/sh", "-c", self.map_command(command)] if command else ["/bin/sh"]
         proc = subprocess.Popen(
             argv,

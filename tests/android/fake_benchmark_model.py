@@ -292,6 +292,9 @@ def main(argv: Sequence[str]) -> int:
     LEGACY = params.get("fake_output_style", "current") == "legacy"
     P = {k: params.get(k, v) for k, v in VALUE_FLAGS.items()}
     info("STARTING!")
+    if os.environ.get("ADB_EMULATOR_FAULT_PENDING"):
+        # the emulated device will unplug or freeze this run; stay alive until it does
+        time.sleep(5.0)
     if as_bool(P["help"]):
         usage = "usage: benchmark_model\nFlags:\n" + "".join(
             f"\t--{k}={'' if v is None else v}\t\n" for k, v in VALUE_FLAGS.items()
