@@ -733,11 +733,12 @@ def _r_mobilenet_v2_fp16(ctx: BuildContext) -> Built:
 
 @recipe(
     "sparse_mlp",
-    version="1",
+    version="2",
     features=["sparse", "densify", "float32"],
-    description="3-layer MLP 64-128-64-10 converted with Optimize.EXPERIMENTAL_SPARSITY: layer 1 "
-    "is 85% randomly sparse (stored CSR, read back by DENSIFY), layer 2 is 80% 1x4-block "
-    "sparse (stored block-sparse, consumed directly by FULLY_CONNECTED), layer 3 dense.",
+    description="3-layer MLP 64-128-64-10 with a softmax, converted with "
+    "Optimize.EXPERIMENTAL_SPARSITY: layer 1 is 85% randomly sparse (stored CSR, read back by "
+    "DENSIFY), layer 2 is 80% 1x4-block sparse (stored block-sparse, consumed directly by "
+    "FULLY_CONNECTED), layer 3 dense.",
     example=True,
 )
 def _r_sparse_mlp(ctx: BuildContext) -> Built:
@@ -760,7 +761,7 @@ def _r_sparse_mlp(ctx: BuildContext) -> Built:
         def serve(self, x: Any) -> Any:
             h = tf.nn.relu(tf.matmul(x, w1) + b1)
             h = tf.nn.relu(tf.matmul(h, w2) + b2)
-            return {"logits": tf.matmul(h, w3)}
+            return {"probs": tf.nn.softmax(tf.matmul(h, w3))}
 
     m = Mlp()
 
@@ -850,10 +851,10 @@ def _r_cond(ctx: BuildContext) -> Built:
 
 @recipe(
     "while_loop",
-    version="1",
+    version="2",
     features=["while", "multi_subgraph", "float32"],
     description="tf.while_loop with a trip count from the int32 input 'steps': FC before, a WHILE "
-    "op with cond (LESS) and body (FC, TANH, ADD) subgraphs, FC after.",
+    "op with cond (LESS) and body (FC, TANH, ADD) subgraphs, TANH and FC after.",
     example=True,
 )
 def _r_while_loop(ctx: BuildContext) -> Built:
@@ -877,7 +878,7 @@ def _r_while_loop(ctx: BuildContext) -> Built:
                 return i + 1, tf.tanh(tf.matmul(h, w_body)) + h * 0.5
 
             _, h = tf.while_loop(lambda i, h: i < steps, body, [tf.constant(0), h0])
-            return {"y": tf.matmul(h, w_out)}
+            return {"y": tf.matmul(tf.tanh(h), w_out)}
 
     m = Loop()
     x = _uniform(ctx, 2, (1, 16))
@@ -887,11 +888,12 @@ def _r_while_loop(ctx: BuildContext) -> Built:
 
 @recipe(
     "resource_vars",
-    version="1",
+    version="2",
     features=["call_once", "resource_variables", "multi_subgraph", "float32"],
     description="Stateful model: two tf.Variables (a running average and a call counter) read and "
     "updated on every invoke; CALL_ONCE runs an init subgraph of VAR_HANDLE/ASSIGN_VARIABLE, the "
-    "main subgraph uses VAR_HANDLE/READ_VARIABLE/ASSIGN_VARIABLE. Outputs change per invoke.",
+    "main subgraph uses VAR_HANDLE/READ_VARIABLE/ASSIGN_VARIABLE, then stateless TANH, FC and "
+    "SOFTMAX. Outputs change per invoke.",
     example=True,
 )
 def _r_resource_vars(ctx: BuildContext) -> Built:
@@ -900,6 +902,7 @@ def _r_resource_vars(ctx: BuildContext) -> Built:
     tf = _tf()
     rng = ctx.rng(1)
     w = _glorot(rng, 16, (16, 16))
+    w_post = _glorot(rng, 16, (16, 8))
 
     class Stateful(tf.Module):  # type: ignore[misc, name-defined]
         def __init__(self) -> None:
@@ -911,7 +914,8 @@ def _r_resource_vars(ctx: BuildContext) -> Built:
         def serve(self, x: Any) -> Any:
             self.acc.assign(self.acc * 0.9 + tf.nn.relu(tf.matmul(x, w)))
             self.count.assign_add(1.0)
-            return {"y": self.acc / self.count}
+            # stateless layers after the state update, as real stateful models have
+            return {"y": tf.nn.softmax(tf.matmul(tf.tanh(self.acc / self.count), w_post))}
 
     m = Stateful()
 
