@@ -1,6 +1,6 @@
 """Static arena planner benchmark: peak / lower bound of the TFLite baseline, portfolio, search.
 
-Three parts, all in one run, results printed as tables and written as JSON (sorted keys):
+Four parts, all in one run, results printed as tables and written as JSON (sorted keys):
 
 1. *Hard instances*: a full ``T x M`` rectangle (time x memory, memory in 64-byte units) is cut
    by random guillotine cuts into 150-450 pieces; each piece is a buffer. Every time step is
@@ -10,12 +10,22 @@ Three parts, all in one run, results printed as tables and written as JSON (sort
 2. *Scale*: planning 10,000 buffers with the default settings (median of repeats), random
    model-like lifetimes.
 3. *Corpus models*, single partition per subgraph (main subgraph reported), TFLite lifetimes.
+4. *Partitioned corpus models*: every corpus model partitioned by the partitioner under two
+   phone profiles (default ``pixel8`` and ``vivo_x100_pro``; the int8 models also under
+   ``coral_devboard``) in four modes: the partitioner's own latency plan, its throughput
+   (pipelining) plan, a forced ``--edge-cut 3`` split, and TFLite's default placement. The
+   profiles' cost estimates keep the latency plan on one processor for these small models, so
+   the other three modes are what produce multi-partition plans. Per memory domain: the
+   per-partition arenas (each partition alone, as its own TFLite interpreter; summed) and the
+   global arena across partitions (:mod:`edgepart.memory.partitioned`), peak / lower bound
+   for the TFLite baseline, the portfolio and the search.
 
 Usage::
 
     python benchmarks/arena.py                       # full run (long budget 60 s)
     python benchmarks/arena.py --quick               # 20 instances, long budget 5 s
     python benchmarks/arena.py --instances 100 --long 60 --jobs 2 --json arena.json
+    python benchmarks/arena.py --skip hard scale corpus   # only the partitioned part
 """
 
 from __future__ import annotations
@@ -34,24 +44,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import build_corpus  # noqa: E402
+
 from edgepart.memory import MemoryProblem, check_plan, plan_arena  # noqa: E402
 
-CORPUS = [
-    "mobilenet_v2",
-    "mobilenet_v2_int8",
-    "mobilenet_v2_dynamic",
-    "mobilenet_v2_fp16",
-    "sparse_mlp",
-    "custom_op",
-    "cond",
-    "while_loop",
-    "resource_vars",
-    "lstm",
-    "transformer",
-    "dynamic_batch",
-    "multi_signature",
-    "densenet_tiny",
-]
+CORPUS = build_corpus.default_names()  # densenet_tiny included: long-lived concat inputs
+
 CORPUS_ON_DEMAND = ["resnet50", "ops_300", "mobilenet_v2_224", "big_graph_4k"]
 
 
@@ -152,8 +150,6 @@ def scale(n: int, repeats: int) -> dict[str, Any]:
 
 
 def corpus(names: list[str], budget: float) -> list[dict[str, Any]]:
-    import build_corpus
-
     from edgepart.memory.model import model_buffers
 
     rows = []
@@ -172,6 +168,173 @@ def corpus(names: list[str], budget: float) -> list[dict[str, Any]]:
     return rows
 
 
+PROFILES = ["pixel8", "vivo_x100_pro"]
+INT8_PROFILES = ["coral_devboard"]  # only int8 models can use the Edge TPU
+MODES = ["latency", "throughput", "edge-cut-3", "tflite-default"]
+STRATEGIES = ("tflite", "portfolio", "search")
+
+
+def _placements(model: Any, profile: str, modes: list[str]) -> dict[str, tuple[Any, Any]]:
+    """``mode -> (model problem, evaluation)`` from the partitioner's API."""
+    from edgepart.partition.from_model import model_costgraph
+    from edgepart.partition.model_baseline import profile_default_baseline
+    from edgepart.partition.solve import SolveOptions, partition_costgraph
+
+    problem = model_costgraph(model, profile)
+    default = profile_default_baseline(problem)
+    solvers = {
+        "latency": ("heuristic", SolveOptions()),
+        "throughput": ("heuristic", SolveOptions(objective="throughput")),
+        "edge-cut-3": ("edge-cut", SolveOptions(edge_cut_k=3)),
+    }
+    out = {}
+    for mode in modes:
+        if mode == "tflite-default":
+            out[mode] = (problem, default.baseline.evaluation)
+        else:
+            method, opts = solvers[mode]
+            sol = partition_costgraph(problem.graph, method, opts, reference=default.baseline)
+            out[mode] = (problem, sol.evaluation)
+    return out
+
+
+def _partitioned_row(problem: Any, ev: Any, budget: float) -> dict[str, Any]:
+    from edgepart.memory.global_plan import plan_partitioned
+    from edgepart.partition.arena import arena_buffers
+    from edgepart.partition.deploy import arena_partitions, placed_partitions
+
+    parts = placed_partitions(problem, ev)
+    sg, aparts, host, outs = arena_partitions(problem, parts)
+    pb = arena_buffers(sg, aparts, host_domain=host, model_outputs=outs)
+    row: dict[str, Any] = {
+        "partitions": len(parts),
+        "units": [p.unit for p in aparts],
+        "concurrent_pairs": len(pb.concurrent),
+        "global_buffers": len(pb.problem),
+        "memories": {},
+    }
+    mems: dict[str, dict[str, Any]] = row["memories"]
+    for s in STRATEGIES:
+        t0 = time.perf_counter()
+        plan = plan_partitioned(pb, strategy=s, time_limit=budget)
+        took = time.perf_counter() - t0
+        check_plan(pb.problem, plan.global_plan.offsets)  # again, independently of the planner
+        for prob, pp in zip(pb.partition_problems, plan.partition_plans.values(), strict=True):
+            check_plan(prob, pp.offsets)
+        for c in plan.memories():
+            m = mems.setdefault(
+                c.memory,
+                {
+                    "partitions": c.partitions,
+                    "per_partition_bound": c.per_partition_bound,
+                    "global_bound": c.global_bound,
+                    "per_partition": {},
+                    "global": {},
+                },
+            )
+            m["per_partition"][s] = c.per_partition_size
+            m["global"][s] = c.global_size
+        row.setdefault("seconds", {})[s] = took
+    return row
+
+
+BRANCHY = {  # the partitioner's test model (tests/partition/pmodels.py): concurrent branches
+    "branchy_2x4": {"width": 1024, "depth": 4, "branches": 2},
+    "branchy_4x4": {"width": 1024, "depth": 4, "branches": 4},
+    "branchy_3x6": {"width": 2048, "depth": 6, "branches": 3},
+}
+
+
+def partitioned(
+    names: list[str], profiles: list[str], modes: list[str], budget: float
+) -> list[dict[str, Any]]:
+    """Per-partition and global plans of every model under every profile and mode, then the
+    branchy models (latency and throughput plans) whose branches the partitioner runs
+    concurrently on different units."""
+    from edgepart.tflite.reader import read_model
+
+    models: list[tuple[str, Any, list[str], list[str]]] = []
+    for name in names:
+        path = build_corpus.ensure(name, build_corpus.default_out_dir())
+        profs = profiles + (INT8_PROFILES if "int8" in name else [])
+        models.append((name, read_model(path), profs, modes))
+    sys.path.insert(0, str(ROOT / "tests" / "partition"))
+    from pmodels import branchy_fp32
+
+    for name, kw in BRANCHY.items():
+        own = [m for m in modes if m in ("latency", "throughput")]
+        models.append((name, branchy_fp32(**kw), profiles, own))
+    rows = []
+    for name, model, profs, ms in models:
+        for prof in profs:
+            for mode, (problem, ev) in _placements(model, prof, ms).items():
+                row = _partitioned_row(problem, ev, budget)
+                rows.append({"model": name, "profile": prof, "mode": mode, **row})
+                _print_partitioned(rows[-1])
+    return rows
+
+
+def _r(size: int, bound: int) -> str:
+    return f"{size / bound:.3f}" if bound else "  -  "
+
+
+def _print_partitioned(r: dict[str, Any]) -> None:
+    for mem, m in sorted(r["memories"].items()):
+        pp, gl = m["per_partition"], m["global"]
+        per = " ".join(f"{_r(pp[s], m['per_partition_bound']):>6}" for s in STRATEGIES)
+        glo = " ".join(f"{_r(gl[s], m['global_bound']):>6}" for s in STRATEGIES)
+        vs = f"{gl['search'] / pp['search']:.3f}" if pp["search"] else "  -  "
+        print(
+            f"{r['model']:<21}{r['profile']:<15}{r['mode']:<15}{r['partitions']:>5}"
+            f"{r['concurrent_pairs']:>3} {mem:<12}{m['partitions']:>3}"
+            f"{m['per_partition_bound']:>11,} {per} {m['global_bound']:>11,} {glo} {vs:>7}",
+            flush=True,
+        )
+
+
+def _partitioned_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    cells = [(r, mem, m) for r in rows for mem, m in r["memories"].items()]
+    multi = [c for c in cells if c[0]["partitions"] >= 2]
+    shared = [c for c in multi if c[2]["partitions"] >= 2]
+    worse = [
+        f"{r['model']}/{r['profile']}/{r['mode']}/{mem}"
+        for r, mem, m in cells
+        for kind in ("per_partition", "global")
+        if not m[kind]["search"] <= m[kind]["portfolio"] <= m[kind]["tflite"]
+    ]
+
+    def ratios(kind: str, s: str, group: list[Any]) -> list[float]:
+        bound = "per_partition_bound" if kind == "per_partition" else "global_bound"
+        return [m[kind][s] / m[bound] for _, _, m in group if m[bound]]
+
+    out: dict[str, Any] = {
+        "plans": len(rows),
+        "multi_partition_plans": len({id(c[0]) for c in multi}),
+        "shared_memories": len(shared),
+        "shared_global_smaller": sum(
+            m["global"]["search"] < m["per_partition"]["search"] for _, _, m in shared
+        ),
+        "shared_global_not_larger": sum(
+            m["global"]["search"] <= m["per_partition"]["search"] for _, _, m in shared
+        ),
+        "shared_global_over_per_partition_median": statistics.median(
+            [m["global"]["search"] / m["per_partition"]["search"] for _, _, m in shared]
+        )
+        if shared
+        else None,
+        "worse_than_baseline": worse,
+    }
+    for kind in ("per_partition", "global"):
+        for s in STRATEGIES:
+            rs = ratios(kind, s, multi)
+            out[f"{kind}_{s}"] = {
+                "at_bound": sum(x <= 1.0 for x in rs) / len(rs) if rs else None,
+                "max_ratio": max(rs) if rs else None,
+                "median_ratio": statistics.median(rs) if rs else None,
+            }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instances", type=int, default=100)
@@ -183,8 +346,12 @@ def main() -> None:
     ap.add_argument("--corpus-budget", type=float, default=5.0)
     ap.add_argument("--on-demand", action="store_true", help="also the large on-demand models")
     ap.add_argument("--quick", action="store_true", help="20 instances, 5 s long budget")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["hard", "scale", "corpus"])
-    ap.add_argument("--json", type=Path, default=Path("arena.json"), help="write results here")
+    ap.add_argument(
+        "--skip", nargs="*", default=[], choices=["hard", "scale", "corpus", "partitioned"]
+    )
+    ap.add_argument("--profiles", nargs="+", default=PROFILES, help="partitioned part")
+    ap.add_argument("--modes", nargs="+", default=MODES, choices=MODES, help="partitioned part")
+    ap.add_argument("--json", type=Path, default=None, help="also write the results here as JSON")
     args = ap.parse_args()
     if args.quick:
         args.instances, args.long = 20, 5.0
@@ -233,12 +400,41 @@ def main() -> None:
                 f"{r['tflite']['ratio']:>8.3f}{r['portfolio']['ratio']:>8.3f}"
                 f"{r['search']['ratio']:>8.3f}{r['naive'] / max(r['lower_bound'], 1):>9.2f}"
             )
+    if "partitioned" not in args.skip:
+        names = CORPUS + (CORPUS_ON_DEMAND if args.on_demand else [])
         print(
-            "Partitioned plans (per-partition and global): not run here; they need the"
-            " partitioner's plan format (see edgepart/memory docs)."
+            "\nPartitioned corpus models: per memory, per-partition arenas (summed) and the global"
+            " arena, peak / lower bound\n(parts = partitions, cc = concurrent pairs, mp = "
+            "partitions using the memory; global/pp = global / per-partition, search)"
         )
-    args.json.write_text(json.dumps(result, sort_keys=True, indent=1) + "\n")
-    print(f"\nwrote {args.json}")
+        print(
+            f"{'model':<21}{'profile':<15}{'mode':<15}{'parts':>5}{'cc':>3} {'memory':<12}"
+            f"{'mp':>3}{'pp bound':>11} {'tflite':>6} {'portf.':>6} {'search':>6}"
+            f"{'gl bound':>12} {'tflite':>6} {'portf.':>6} {'search':>6} {'gl/pp':>7}"
+        )
+        rows = partitioned(names, args.profiles, args.modes, args.corpus_budget)
+        summ = _partitioned_summary(rows)
+        result["partitioned"] = {"rows": rows, "summary": summ}
+        print(
+            f"\n{summ['plans']} plans, {summ['multi_partition_plans']} with 2+ partitions; "
+            f"{summ['shared_memories']} (plan, memory) pairs shared by 2+ partitions: global "
+            f"smaller than the per-partition sum in {summ['shared_global_smaller']}, not larger "
+            f"in {summ['shared_global_not_larger']}, median global/per-partition "
+            f"{summ['shared_global_over_per_partition_median']}"
+        )
+        for kind in ("per_partition", "global"):
+            for s in STRATEGIES:
+                x = summ[f"{kind}_{s}"]
+                if x["at_bound"] is None:
+                    continue
+                print(
+                    f"  {kind:<14}{s:<10} at bound {x['at_bound']:>6.1%}  median peak/LB "
+                    f"{x['median_ratio']:.4f}  max {x['max_ratio']:.4f}  (multi-partition plans)"
+                )
+        print(f"  worse than the baseline: {summ['worse_than_baseline'] or 'none'}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, sort_keys=True, indent=1) + "\n")
+        print(f"\nwrote {args.json}")
 
 
 if __name__ == "__main__":

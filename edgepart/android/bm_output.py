@@ -951,7 +951,7 @@ def proto_message_class(name: str) -> Any:
             f"unknown benchmark proto message {name!r}; known: "
             + ", ".join(n for names in _PROTO_MODULES.values() for n in names)
         )
-    from google.protobuf import message_factory  # type: ignore[import-untyped]
+    from google.protobuf import message_factory  # type: ignore[import-untyped, unused-ignore]
 
     return message_factory.GetMessageClass(
         _private_pool().FindMessageTypeByName(f"tflite.profiling.{name}")
@@ -964,7 +964,7 @@ def _private_pool() -> Any:
     import ast
     import importlib.util
 
-    from google.protobuf import descriptor_pool  # type: ignore[import-untyped]
+    from google.protobuf import descriptor_pool  # type: ignore[import-untyped, unused-ignore]
 
     pool = descriptor_pool.DescriptorPool()
     for module in _PROTO_MODULES:  # profiling_info first: model_runtime_info depends on it
@@ -1034,7 +1034,7 @@ def parse_op_profile_proto(data: bytes, *, source: str = "<op profile proto>") -
     BenchmarkOutputError
         If the bytes are not such a proto or hold no per-op data.
     """
-    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 
     msg = proto_message_class("BenchmarkProfilingData")()
     try:
@@ -1133,7 +1133,7 @@ def parse_runtime_info(data: bytes, *, source: str = "<runtime info>") -> Runtim
     BenchmarkOutputError
         If the bytes are not such a proto, hold no subgraph, or a node points at a missing node.
     """
-    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 
     msg = proto_message_class("ModelRuntimeDetails")()
     try:

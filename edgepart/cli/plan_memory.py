@@ -2,8 +2,15 @@
 
 The input path decides what is planned: a ``.csv`` buffer table (``id,lower,upper,size
 [,alignment]``, half-open lifetimes), a ``.tflite`` model (one arena per subgraph, TFLite's
-lifetime rules); a bundle directory is recognised but not supported yet (it needs the
-partitioner's plan format).
+lifetime rules), or a bundle directory (``edgepart partition -o``): every partition alone (its
+own arena, as its TFLite interpreter plans it) and all partitions together (one global arena
+per memory of the device profile, boundary tensors shared where processors share memory,
+concurrent partitions kept apart), compared per memory; the time limit then applies to each
+partition's plan and to the global plan.
+
+Offsets (``-o``): ``.json`` for the plan document, anything else for CSV. For a bundle the JSON
+holds the global plan in the ``arena.json`` format (partition-scope ``tensor`` = index in the
+partition file) and every partition's own offsets; the CSV is the global buffer table.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("path", type=Path, help="buffer table (.csv), model (.tflite) or bundle dir")
+    p.add_argument("path", type=Path, help="buffer table (.csv), model (.tflite) or bundle dir/")
     p.add_argument(
         "--strategy",
         choices=(*_STRATEGIES, "all"),
@@ -88,11 +95,15 @@ def handler(args: argparse.Namespace) -> int:
         raise UsageError(f"--node-limit must be >= 1, got {args.node_limit}")
     if args.alignment < 1:
         raise UsageError(f"--alignment must be >= 1, got {args.alignment}")
+    strategies = _STRATEGIES if args.strategy == "all" else (args.strategy,)
+    limit = DEFAULT_TIME_LIMIT if args.time_limit is None else args.time_limit
+    if args.path.is_dir():
+        if args.tflm_plan is not None:
+            raise UsageError("--tflm-plan needs a .tflite model as input, not a bundle")
+        return _plan_bundle(args, strategies, limit)
     problem = _load(args.path, args.alignment)
     if not len(problem):
         raise UsageError(f"{args.path}: no buffers to plan")
-    strategies = _STRATEGIES if args.strategy == "all" else (args.strategy,)
-    limit = DEFAULT_TIME_LIMIT if args.time_limit is None else args.time_limit
     plans = {
         s: plan_arena(problem, strategy=s, time_limit=limit, node_limit=args.node_limit)
         for s in strategies
@@ -152,17 +163,41 @@ def _write_tflm(args: argparse.Namespace, limit: float) -> None:
 
 
 def _load(path: Path, alignment: int) -> MemoryProblem:
-    """Dispatch on the path: bundle directory, ``.tflite`` model or CSV buffer table."""
-    from edgepart.errors import UsageError
+    """Dispatch on the path: ``.tflite`` model or CSV buffer table."""
     from edgepart.memory.csvio import read_buffers_csv
 
-    if path.is_dir():
-        raise UsageError(
-            f"{path}: planning a bundle directory is not supported yet (needs the partitioner's "
-            "plan format); plan its .tflite partitions or a buffer CSV instead"
-        )
     if path.suffix.lower() == ".tflite":
         from edgepart.memory.model import model_problem
 
         return model_problem(path, alignment=alignment)
     return read_buffers_csv(path, default_alignment=alignment)
+
+
+def _plan_bundle(args: argparse.Namespace, strategies: tuple[str, ...], limit: float) -> int:
+    """Per-partition and global plans of a bundle; the offsets of the last strategy."""
+    from edgepart._io import atomic_write_text
+    from edgepart.memory.bundle_plan import bundle_buffers
+    from edgepart.memory.csvio import write_offsets_csv
+    from edgepart.memory.global_plan import plan_partitioned
+    from edgepart.memory.report import format_partitioned, partitioned_json
+
+    bb = bundle_buffers(args.path, alignment=args.alignment)
+    pb = bb.buffers
+    plans = {
+        s: plan_partitioned(pb, strategy=s, time_limit=limit, node_limit=args.node_limit)
+        for s in strategies
+    }
+    title = (
+        f"{args.path}: {len(pb.partitions)} partitions, memories from {bb.memories_from}, "
+        f"host memory {pb.host_memory}"
+    )
+    sys.stdout.write(format_partitioned(title, plans))
+    if args.output is not None:
+        last = strategies[-1]
+        plan = plans[last]
+        if args.output.suffix.lower() == ".json":
+            atomic_write_text(args.output, partitioned_json(bb.name, bb.memories_from, plan, last))
+        else:
+            write_offsets_csv(pb.problem, plan.global_plan, args.output)
+        sys.stdout.write(f"wrote {args.output} ({last} plan)\n")
+    return 0

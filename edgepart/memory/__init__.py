@@ -6,18 +6,13 @@ verify any plan with :func:`check_plan`. :func:`lower_bound` gives the bound eve
 measured against. For a ``.tflite`` model, :func:`edgepart.memory.model.model_buffers` builds
 the problem with TFLite's lifetime rules (:mod:`edgepart.memory.lifetimes`).
 
-Plans across partitions use the same problem type; the integrator provides:
-
-- one execution order over all ops of all partitions (a *shared timeline*); partitions that run
-  at the same time on different processors either interleave on that timeline or add their
-  buffers' pairs to ``conflicts``;
-- one buffer per tensor per memory: tensors inside a partition live on its part of the
-  timeline (``tflite_lifetimes(sg, order, inputs=..., outputs=...)`` gives TFLite's lifetimes
-  of one partition); a boundary tensor is one buffer from its producer to its last consumer
-  partition where the processors share memory, or a source-side and a destination-side buffer
-  (in the two memories, meeting at the copy) where they do not;
-- ``memory`` = the arena of the processor memory (shared DRAM = one name), optional
-  ``capacity`` per memory, ``fixed`` offsets for pre-placed I/O or DMA buffers.
+Plans across partitions (:mod:`edgepart.memory.partitioned`, :mod:`edgepart.memory.global_plan`):
+describe each partition (its ops, the tensors it reads and writes, its unit and memory) with
+``PartitionTensors``; ``partitioned_buffers`` builds every partition's own problem and the global
+problem (one arena per memory; partitions on a shared timeline, boundary tensors as one buffer
+per memory, concurrent partitions as explicit conflicts, a concurrency lower bound), and
+``plan_partitioned`` plans and compares them. :mod:`edgepart.memory.bundle_plan` does this for a
+bundle directory.
 """
 
 from __future__ import annotations

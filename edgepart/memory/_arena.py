@@ -117,8 +117,8 @@ class Arena:
         return whole
 
 
-def prepare(problem: MemoryProblem, memory: str) -> Arena:
-    """Local view of the buffers of ``memory``."""
+def prepare(problem: MemoryProblem, memory: str, floor: int = 0) -> Arena:
+    """Local view of the buffers of ``memory``; ``floor`` is a lower bound known otherwise."""
     rows = problem.rows_of(memory)
     local = np.full(len(problem), -1, dtype=np.int64)
     local[rows] = np.arange(len(rows))
@@ -132,6 +132,7 @@ def prepare(problem: MemoryProblem, memory: str) -> Arena:
     has_fixed = (fixed >= 0) & (size > 0)
     if has_fixed.any():
         lb = max(lb, int((fixed[has_fixed] + size[has_fixed]).max()))
+    lb = max(lb, floor)
     bound = ArenaBound(memory, lb, t, naive_size(size, align), len(rows))
     return Arena(
         memory=memory,

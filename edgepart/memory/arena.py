@@ -232,6 +232,7 @@ def plan_arena(
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     node_limit: int | None = None,
     capacity: int | Mapping[str, int] | None = None,
+    lower_bounds: Mapping[str, int] | None = None,
 ) -> ArenaPlan:
     """Assign an offset to every buffer of ``problem``, one arena per memory.
 
@@ -250,6 +251,10 @@ def plan_arena(
     capacity
         Optional arena capacity (bytes), one for all memories or per memory name; a plan that
         does not fit raises :class:`ArenaOverflowError`.
+    lower_bounds
+        Optional bounds per memory proven by the caller from structure the live-bytes sweep
+        does not see (e.g. explicit conflicts between concurrent partitions); each arena's
+        bound is the larger of the two, and the strategies stop when they reach it.
     """
     fn = get_strategy(strategy)
     t_start = time.perf_counter()
@@ -258,7 +263,7 @@ def plan_arena(
     results: dict[str, ArenaResult] = {}
     timings: dict[str, float] = {}
     for k, memory in enumerate(problem.memories):
-        arena = prepare(problem, memory)
+        arena = prepare(problem, memory, (lower_bounds or {}).get(memory, 0))
         share = None
         if deadline is not None:
             left = len(problem.memories) - k

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from edgepart.ir import analysis
+from edgepart.ir.graph import Subgraph
 from edgepart.partition.arena import ArenaPartition, global_arena
 from edgepart.partition.from_model import ModelProblem
 from edgepart.partition.model_baseline import DefaultPlacement
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PlacedPartition",
     "arena_document",
+    "arena_partitions",
     "cpu_forced",
     "partition_specs",
     "placed_partitions",
@@ -310,9 +312,11 @@ def plan_extra(
     }
 
 
-def arena_document(problem: ModelProblem, parts: Sequence[PlacedPartition]) -> dict[str, Any]:
-    """The global arena plan (``arena.json``) for ``parts``
-    (:func:`edgepart.partition.arena.global_arena`)."""
+def arena_partitions(
+    problem: ModelProblem, parts: Sequence[PlacedPartition]
+) -> tuple[Subgraph, list[ArenaPartition], str, list[int]]:
+    """What the memory planner needs of ``parts``: the source subgraph, the partitions with
+    their units and memory domains, the host domain and the model outputs."""
     g = problem.graph
     sg = problem.model.subgraphs[problem.subgraph]
     aparts = [
@@ -327,12 +331,14 @@ def arena_document(problem: ModelProblem, parts: Sequence[PlacedPartition]) -> d
         for p in parts
     ]
     outs = sg.outputs.astype(np.int64)
-    return global_arena(
-        sg,
-        aparts,
-        host_domain=g.domain_names[g.host_domain],
-        model_outputs=[int(t) for t in outs[outs >= 0].tolist()],
-    )
+    return sg, aparts, g.domain_names[g.host_domain], [int(t) for t in outs[outs >= 0].tolist()]
+
+
+def arena_document(problem: ModelProblem, parts: Sequence[PlacedPartition]) -> dict[str, Any]:
+    """The global arena plan (``arena.json``) for ``parts``
+    (:func:`edgepart.partition.arena.global_arena`)."""
+    sg, aparts, host, outs = arena_partitions(problem, parts)
+    return global_arena(sg, aparts, host_domain=host, model_outputs=outs)
 
 
 def write_plan_bundle(

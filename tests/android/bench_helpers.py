@@ -83,7 +83,7 @@ def alien_binary(path: Path) -> Path:
     return wrapper(
         path,
         'if [ "$1" = --help ]; then exec "$PY" "$FAKE" --help; fi\n'
-        "echo 'benchmark v9: {\"latency\": {\"p50_ms\": 1.25}}'",
+        'echo \'benchmark v9: {"latency": {"p50_ms": 1.25}}\'',
     )
 
 

@@ -61,35 +61,64 @@ from typing import Any
 import numpy as np
 
 VALUE_FLAGS = {
-    "graph": "", "num_threads": "-1", "warmup_runs": "1", "warmup_min_secs": "0.5",
-    "num_runs": "50", "min_secs": "1.0", "max_secs": "150.0", "run_delay": "-1",
-    "enable_op_profiling": "false", "op_profiling_output_mode": "stdout",
-    "op_profiling_output_file": "", "profiling_output_csv_file": "",
-    "export_model_runtime_info": "false", "model_runtime_info_output_file": "",
-    "use_xnnpack": None, "use_gpu": "false", "use_nnapi": "false", "use_hexagon": "false",
-    "external_delegate_path": "", "external_delegate_options": "",
-    "max_delegated_partitions": "0", "min_nodes_per_partition": "0",
-    "report_peak_memory_footprint": "false", "memory_footprint_check_interval_ms": "50",
-    "require_full_delegation": "false", "verbose": "false", "help": "false",
-    "gpu_backend": "", "gpu_precision_loss_allowed": "true", "nnapi_accelerator_name": "",
-    "disable_nnapi_cpu": "true", "hexagon_lib_path": "/data/local/tmp",
+    "graph": "",
+    "num_threads": "-1",
+    "warmup_runs": "1",
+    "warmup_min_secs": "0.5",
+    "num_runs": "50",
+    "min_secs": "1.0",
+    "max_secs": "150.0",
+    "run_delay": "-1",
+    "enable_op_profiling": "false",
+    "op_profiling_output_mode": "stdout",
+    "op_profiling_output_file": "",
+    "profiling_output_csv_file": "",
+    "export_model_runtime_info": "false",
+    "model_runtime_info_output_file": "",
+    "use_xnnpack": None,
+    "use_gpu": "false",
+    "use_nnapi": "false",
+    "use_hexagon": "false",
+    "external_delegate_path": "",
+    "external_delegate_options": "",
+    "max_delegated_partitions": "0",
+    "min_nodes_per_partition": "0",
+    "report_peak_memory_footprint": "false",
+    "memory_footprint_check_interval_ms": "50",
+    "require_full_delegation": "false",
+    "verbose": "false",
+    "help": "false",
+    "gpu_backend": "",
+    "gpu_precision_loss_allowed": "true",
+    "nnapi_accelerator_name": "",
+    "disable_nnapi_cpu": "true",
+    "hexagon_lib_path": "/data/local/tmp",
     "xnnpack_force_fp16": "false",
-    "result_file_path": "", "fake_output_style": "current", "fake_seed": "0",
+    "result_file_path": "",
+    "fake_output_style": "current",
+    "fake_seed": "0",
 }
 
 # The tool echoes set parameters with these labels (LOG_BENCHMARK_PARAM / LOG_TOOL_PARAM).
 DISPLAY = {
-    "num_runs": "Min num runs", "min_secs": "Min runs duration (seconds)",
-    "max_secs": "Max runs duration (seconds)", "num_threads": "Num threads",
-    "warmup_runs": "Min warmup runs", "warmup_min_secs": "Min warmup runs duration (seconds)",
-    "graph": "Graph", "enable_op_profiling": "Enable op profiling",
+    "num_runs": "Min num runs",
+    "min_secs": "Min runs duration (seconds)",
+    "max_secs": "Max runs duration (seconds)",
+    "num_threads": "Num threads",
+    "warmup_runs": "Min warmup runs",
+    "warmup_min_secs": "Min warmup runs duration (seconds)",
+    "graph": "Graph",
+    "enable_op_profiling": "Enable op profiling",
     "op_profiling_output_mode": "Op profiling output mode.",
     "op_profiling_output_file": "Op profiling output file.",
     "export_model_runtime_info": "Enable Model Runtime Info Export",
     "model_runtime_info_output_file": "Proto File to export model runtime info to",
     "max_delegated_partitions": "Max number of delegated partitions",
-    "min_nodes_per_partition": "Min nodes per partition", "use_gpu": "Use gpu",
-    "use_nnapi": "Use NNAPI", "use_xnnpack": "Use xnnpack", "use_hexagon": "Use Hexagon",
+    "min_nodes_per_partition": "Min nodes per partition",
+    "use_gpu": "Use gpu",
+    "use_nnapi": "Use NNAPI",
+    "use_xnnpack": "Use xnnpack",
+    "use_hexagon": "Use Hexagon",
     "external_delegate_path": "External delegate path",
     "report_peak_memory_footprint": "Report the peak memory footprint",
 }
@@ -135,6 +164,7 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], list[str], list[str
 
 # ----------------------------------------------------------------------------------- statistics
 
+
 class Stat:
     def __init__(self) -> None:
         self.values: list[int] = []
@@ -167,23 +197,29 @@ class Stat:
         elif min(v) == max(v):
             out = f"count={len(v)} curr={v[-1]}" + ("(all same)" if len(v) > 1 else "")
         else:
-            out = (f"count={len(v)} first={v[0]} curr={v[-1]} min={min(v)} max={max(v)} "
-                   f"avg={g(self.avg())} std={self.std()}")
+            out = (
+                f"count={len(v)} first={v[0]} curr={v[-1]} min={min(v)} max={max(v)} "
+                f"avg={g(self.avg())} std={self.std()}"
+            )
         if percentiles and v:
-            out += (f" p5={self.percentile(5)} median={self.percentile(50)} "
-                    f"p95={self.percentile(95)}")
+            out += (
+                f" p5={self.percentile(5)} median={self.percentile(50)} p95={self.percentile(95)}"
+            )
         return out
 
 
 # ------------------------------------------------------------------------------- model handling
 
+
 def load_model_t(data: bytes) -> Any:
     from ai_edge_litert import schema_py_generated as schema
+
     return schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
 
 
 def op_name(model_t: Any, op: Any) -> str:
     from ai_edge_litert import schema_py_generated as schema
+
     code = model_t.operatorCodes[op.opcodeIndex]
     builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
     names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
@@ -198,11 +234,13 @@ def is_constant(model_t: Any, tensor_index: int) -> bool:
     return buf is not None and buf.data is not None and len(buf.data) > 0
 
 
-def extract(model_t: Any, op_ids: Sequence[int], inputs: Sequence[int],
-            outputs: Sequence[int]) -> bytes:
+def extract(
+    model_t: Any, op_ids: Sequence[int], inputs: Sequence[int], outputs: Sequence[int]
+) -> bytes:
     """One-subgraph ``.tflite`` holding ops ``op_ids`` with the given boundary tensors."""
     import flatbuffers
     from ai_edge_litert import schema_py_generated as schema
+
     sg = model_t.subgraphs[0]
     used: set[int] = set(inputs) | set(outputs)
     for i in op_ids:
@@ -244,8 +282,9 @@ def extract(model_t: Any, op_ids: Sequence[int], inputs: Sequence[int],
     return bytes(b.Output())
 
 
-def partition_plan(ops_io: Sequence[tuple[list[int], list[int]]], delegated: dict[int, int],
-                   const: set[int]) -> list[tuple[str, list[int]]]:
+def partition_plan(
+    ops_io: Sequence[tuple[list[int], list[int]]], delegated: dict[int, int], const: set[int]
+) -> list[tuple[str, list[int]]]:
     """TFLite's greedy node-subset partitioning; returns ``[(kind, node ids)]`` in plan order.
 
     ``kind`` is ``cpu`` or ``d<k>`` (delegate partition k). Re-implements
@@ -286,6 +325,7 @@ def partition_plan(ops_io: Sequence[tuple[list[int], list[int]]], delegated: dic
 
 # --------------------------------------------------------------------------------- the tool
 
+
 def main(argv: Sequence[str]) -> int:
     global LEGACY
     params, unknown, order = parse_args(argv)
@@ -297,8 +337,10 @@ def main(argv: Sequence[str]) -> int:
         time.sleep(5.0)
     if as_bool(P["help"]):
         usage = "usage: benchmark_model\nFlags:\n" + "".join(
-            f"\t--{k}={'' if v is None else v}\t\n" for k, v in VALUE_FLAGS.items()
-            if not k.startswith("fake_"))
+            f"\t--{k}={'' if v is None else v}\t\n"
+            for k, v in VALUE_FLAGS.items()
+            if not k.startswith("fake_")
+        )
         error(usage)
         error("Benchmarking failed.")
         return 1
@@ -329,8 +371,11 @@ def main(argv: Sequence[str]) -> int:
     rng = np.random.default_rng(int(P["fake_seed"]))
     threads = int(P["num_threads"])
     builtin_only = P["use_xnnpack"] is not None and not as_bool(P["use_xnnpack"])
-    resolver = (litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if builtin_only
-                else litert.OpResolverType.AUTO)
+    resolver = (
+        litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+        if builtin_only
+        else litert.OpResolverType.AUTO
+    )
     mem0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     peak = {"kb": 0}
     stop = threading.Event()
@@ -344,6 +389,7 @@ def main(argv: Sequence[str]) -> int:
                     rss = int(f.read().split()[1]) * page // 1024
                 peak["kb"] = max(peak["kb"], rss)
                 stop.wait(interval)
+
         threading.Thread(target=poll, daemon=True).start()
 
     t0 = time.perf_counter_ns()
@@ -359,12 +405,16 @@ def main(argv: Sequence[str]) -> int:
     if as_bool(P["use_gpu"]):
         info("Created TensorFlow Lite delegate for GPU.")
         info("GPU delegate created.")
-        error('Can not open OpenCL library on this device - dlopen failed: library '
-              '"libOpenCL.so" not found')
+        error(
+            "Can not open OpenCL library on this device - dlopen failed: library "
+            '"libOpenCL.so" not found'
+        )
         error("Falling back to OpenGL")
         error("TfLiteGpuDelegate Prepare: delegate is not initialized")
-        error(f"Node number {len(model_t.subgraphs[0].operators)} (TfLiteGpuDelegateV2) "
-              "failed to prepare.")
+        error(
+            f"Node number {len(model_t.subgraphs[0].operators)} (TfLiteGpuDelegateV2) "
+            "failed to prepare."
+        )
         error("Restored original execution plan after delegate application failure.")
         error("Failed to apply GPU delegate.")
         error("Benchmarking failed.")
@@ -374,27 +424,36 @@ def main(argv: Sequence[str]) -> int:
         info("NNAPI delegate created.")
         provider = "NNAPI"
     if as_bool(P["use_hexagon"]):
-        warn("Could not create Hexagon delegate: platform may not support delegate or required "
-             "libraries are missing")
+        warn(
+            "Could not create Hexagon delegate: platform may not support delegate or required "
+            "libraries are missing"
+        )
     if P["external_delegate_path"]:
         path = P["external_delegate_path"]
-        opts = dict(kv.split(":", 1) for kv in P["external_delegate_options"].split(";")
-                    if ":" in kv)
+        opts = dict(
+            kv.split(":", 1) for kv in P["external_delegate_options"].split(";") if ":" in kv
+        )
         try:
             ctypes.CDLL(path)
             delegates.append(litert.load_delegate(path, opts))
             info("EXTERNAL delegate created.")
             provider = "EXTERNAL"
         except (OSError, ValueError) as exc:
-            print(f"INFO: Unable to load external delegate from : {path} ({exc})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"INFO: Unable to load external delegate from : {path} ({exc})",
+                file=sys.stderr,
+                flush=True,
+            )
     if P["use_xnnpack"] is not None and as_bool(P["use_xnnpack"]):
         info("XNNPACK delegate created.")
         provider = provider or "XNNPACK"
     try:
         interp = litert.Interpreter(
-            model_content=data, num_threads=None if threads < 1 else threads,
-            experimental_op_resolver_type=resolver, experimental_delegates=delegates or None)
+            model_content=data,
+            num_threads=None if threads < 1 else threads,
+            experimental_op_resolver_type=resolver,
+            experimental_delegates=delegates or None,
+        )
         a0 = time.perf_counter_ns()
         interp.allocate_tensors()
         alloc_us = (time.perf_counter_ns() - a0) // 1000
@@ -428,23 +487,36 @@ def main(argv: Sequence[str]) -> int:
     kernel = "TfLiteXNNPackDelegate" if not delegates else "DELEGATE"
     if delegate_nodes:
         if LEGACY:
-            print(f"INFO: Replacing {len(delegated)} node(s) with delegate ({kernel}) node, "
-                  f"yielding {len(plan)} partitions.", file=sys.stderr, flush=True)
+            print(
+                f"INFO: Replacing {len(delegated)} node(s) with delegate ({kernel}) node, "
+                f"yielding {len(plan)} partitions.",
+                file=sys.stderr,
+                flush=True,
+            )
         else:
             name = sg.name.decode() if isinstance(sg.name, bytes) else (sg.name or "")
-            print(f"VERBOSE: Replacing {len(delegated)} out of {n_ops} node(s) with delegate "
-                  f"({kernel}) node, yielding {len(plan)} partitions for subgraph 0 ({name}).",
-                  file=sys.stderr, flush=True)
+            print(
+                f"VERBOSE: Replacing {len(delegated)} out of {n_ops} node(s) with delegate "
+                f"({kernel}) node, yielding {len(plan)} partitions for subgraph 0 ({name}).",
+                file=sys.stderr,
+                flush=True,
+            )
     if provider is not None:
         if provider == "NNAPI" or not delegate_nodes:
-            info(f"Though {provider} delegate is explicitly applied, the model graph will not "
-                 "be executed by the delegate.")
+            info(
+                f"Though {provider} delegate is explicitly applied, the model graph will not "
+                "be executed by the delegate."
+            )
         elif len(plan) == 1:
-            info(f"Explicitly applied {provider} delegate, and the model graph will be "
-                 "completely executed by the delegate.")
+            info(
+                f"Explicitly applied {provider} delegate, and the model graph will be "
+                "completely executed by the delegate."
+            )
         else:
-            info(f"Explicitly applied {provider} delegate, and the model graph will be partially"
-                 f" executed by the delegate w/ {len(delegate_nodes)} delegate kernels.")
+            info(
+                f"Explicitly applied {provider} delegate, and the model graph will be partially"
+                f" executed by the delegate w/ {len(delegate_nodes)} delegate kernels."
+            )
     if as_bool(P["require_full_delegation"]) and not (delegate_nodes and len(plan) == 1):
         error("Disallowed CPU fallback detected.")
         error("Benchmarking failed.")
@@ -461,8 +533,9 @@ def main(argv: Sequence[str]) -> int:
             feed.append(rng.integers(0, 2, shape).astype(dtype))
         else:
             info_ = np.iinfo(dtype)
-            feed.append(rng.integers(max(info_.min, -128), min(info_.max, 127) + 1,
-                                     shape).astype(dtype))
+            feed.append(
+                rng.integers(max(info_.min, -128), min(info_.max, 127) + 1, shape).astype(dtype)
+            )
 
     def run_once() -> int:
         for d, x in zip(interp.get_input_details(), feed, strict=True):
@@ -475,21 +548,27 @@ def main(argv: Sequence[str]) -> int:
     profiling = as_bool(P["enable_op_profiling"])
     if profiling:
         if len(model_t.subgraphs) > 1:
-            error("fake benchmark_model: op profiling of multi-subgraph models is not "
-                  "implemented by this stand-in")
+            error(
+                "fake benchmark_model: op profiling of multi-subgraph models is not "
+                "implemented by this stand-in"
+            )
             error("Benchmarking failed.")
             return 1
-        units = build_units(litert, model_t, data, plan, delegate_nodes, resolver, threads,
-                            feed, interp)
+        units = build_units(
+            litert, model_t, data, plan, delegate_nodes, resolver, threads, feed, interp
+        )
 
     def loop(n: int, min_secs: float, max_secs: float, label_unit: bool) -> Stat:
-        info(f"Running benchmark for at least {n} iterations and at least {g(min_secs)} seconds "
-             f"but terminate if exceeding {g(max_secs)} seconds.")
+        info(
+            f"Running benchmark for at least {n} iterations and at least {g(min_secs)} seconds "
+            f"but terminate if exceeding {g(max_secs)} seconds."
+        )
         st = Stat()
         start = time.perf_counter()
         run = 0
-        while (run < n or time.perf_counter() - start < min_secs) and \
-                time.perf_counter() - start <= max_secs:
+        while (
+            run < n or time.perf_counter() - start < min_secs
+        ) and time.perf_counter() - start <= max_secs:
             st.add(run_once())
             if label_unit:
                 for u in units:
@@ -502,30 +581,54 @@ def main(argv: Sequence[str]) -> int:
     regular = loop(int(P["num_runs"]), float(P["min_secs"]), float(P["max_secs"]), profiling)
     mem_all = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - mem0
     stop.set()
-    info(f"Inference timings in us: Init: {init_us}, First inference: {warm.values[0]}, "
-         f"Warmup (avg): {g(warm.avg())}, Inference (avg): {g(regular.avg())}")
-    info("Note: as the benchmark tool itself affects memory footprint, the following is only "
-         "APPROXIMATE to the actual memory footprint of the model at runtime. Take the "
-         "information at your discretion.")
-    info(f"Memory footprint delta from the start of the tool (MB): init={g(mem_init / 1024.0)} "
-         f"overall={g(mem_all / 1024.0)}")
+    info(
+        f"Inference timings in us: Init: {init_us}, First inference: {warm.values[0]}, "
+        f"Warmup (avg): {g(warm.avg())}, Inference (avg): {g(regular.avg())}"
+    )
+    info(
+        "Note: as the benchmark tool itself affects memory footprint, the following is only "
+        "APPROXIMATE to the actual memory footprint of the model at runtime. Take the "
+        "information at your discretion."
+    )
+    info(
+        f"Memory footprint delta from the start of the tool (MB): init={g(mem_init / 1024.0)} "
+        f"overall={g(mem_all / 1024.0)}"
+    )
     if peak["kb"]:
         info(f"Overall peak memory footprint (MB) via periodic monitoring: {g(peak['kb'] / 1024)}")
     if profiling:
         emit_profile(P, units, alloc_us, sg)
     if as_bool(P["export_model_runtime_info"]):
-        write_runtime_info(P["model_runtime_info_output_file"], model_t, interp, details,
-                           delegate_nodes, delegated, plan, kernel)
+        write_runtime_info(
+            P["model_runtime_info_output_file"],
+            model_t,
+            interp,
+            details,
+            delegate_nodes,
+            delegated,
+            plan,
+            kernel,
+        )
     return 0
 
 
-def build_units(litert: Any, model_t: Any, data: bytes, plan: list[tuple[str, list[int]]],
-                delegate_nodes: list[dict[str, Any]], resolver: Any, threads: int,
-                feed: list[np.ndarray], interp: Any) -> list[dict[str, Any]]:
+def build_units(
+    litert: Any,
+    model_t: Any,
+    data: bytes,
+    plan: list[tuple[str, list[int]]],
+    delegate_nodes: list[dict[str, Any]],
+    resolver: Any,
+    threads: int,
+    feed: list[np.ndarray],
+    interp: Any,
+) -> list[dict[str, Any]]:
     """One timed single-node model per execution-plan node, fed with captured real tensors."""
     capture = litert.Interpreter(
-        model_content=data, experimental_preserve_all_tensors=True,
-        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        model_content=data,
+        experimental_preserve_all_tensors=True,
+        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
     capture.allocate_tensors()
     for d, x in zip(capture.get_input_details(), feed, strict=True):
         capture.set_tensor(d["index"], x)
@@ -543,16 +646,24 @@ def build_units(litert: Any, model_t: Any, data: bytes, plan: list[tuple[str, li
         for ids in nodes:
             inside = set(ids)
             produced = {t for i in ids for t in sg.operators[i].outputs}
-            ins = sorted({t for i in ids for t in sg.operators[i].inputs
-                          if t >= 0 and t not in produced and t not in const})
-            outs = sorted(t for t in produced
-                          if t in model_outputs or consumers.get(t, set()) - inside) or \
-                sorted(produced)
+            ins = sorted(
+                {
+                    t
+                    for i in ids
+                    for t in sg.operators[i].inputs
+                    if t >= 0 and t not in produced and t not in const
+                }
+            )
+            outs = sorted(
+                t for t in produced if t in model_outputs or consumers.get(t, set()) - inside
+            ) or sorted(produced)
             sub = litert.Interpreter(
                 model_content=extract(model_t, ids, ins, outs),
                 num_threads=None if threads < 1 else threads,
-                experimental_op_resolver_type=resolver if kind != "cpu" else
-                litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+                experimental_op_resolver_type=resolver
+                if kind != "cpu"
+                else litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+            )
             sub.allocate_tensors()
             for d, t in zip(sub.get_input_details(), ins, strict=True):
                 sub.set_tensor(d["index"], capture.get_tensor(t))
@@ -562,8 +673,11 @@ def build_units(litert: Any, model_t: Any, data: bytes, plan: list[tuple[str, li
                 s.invoke()
                 return (time.perf_counter_ns() - b) // 1000
 
-            names = [sg.tensors[t].name for t in sg.operators[ids[-1]].outputs] if kind == "cpu" \
+            names = (
+                [sg.tensors[t].name for t in sg.operators[ids[-1]].outputs]
+                if kind == "cpu"
                 else [sg.tensors[t].name for t in outs]
+            )
             names = [n.decode() if isinstance(n, bytes) else n for n in names]
             if kind == "cpu":
                 node, ntype = ids[0], op_name(model_t, sg.operators[ids[0]])
@@ -571,8 +685,15 @@ def build_units(litert: Any, model_t: Any, data: bytes, plan: list[tuple[str, li
                 dn = delegate_nodes[int(kind[1:])]
                 node = dn["index"]
                 ntype = "TfLiteXNNPackDelegate"
-            units.append({"node": node, "type": ntype, "name": "[" + ", ".join(names) + "]:"
-                          + str(node), "time": timer, "stat": Stat()})
+            units.append(
+                {
+                    "node": node,
+                    "type": ntype,
+                    "name": "[" + ", ".join(names) + "]:" + str(node),
+                    "time": timer,
+                    "stat": Stat(),
+                }
+            )
     return units
 
 
@@ -604,9 +725,13 @@ def emit_profile(P: dict[str, str], units: list[dict[str, Any]], alloc_us: int, 
     csv = mode == "csv"
     init_unit = {"type": "AllocateTensors", "name": "AllocateTensors/0", "stat": Stat()}
     init_unit["stat"].add(alloc_us)
-    text = ("Profiling Info for Benchmark Initialization:\n" + block([init_unit], csv, False) +
-            "\nOperator-wise Profiling Info for Regular Benchmark Runs:\n" +
-            block(units, csv, True) + "\n")
+    text = (
+        "Profiling Info for Benchmark Initialization:\n"
+        + block([init_unit], csv, False)
+        + "\nOperator-wise Profiling Info for Regular Benchmark Runs:\n"
+        + block(units, csv, True)
+        + "\n"
+    )
     if out_file:
         with open(out_file, "w") as f:
             f.write(text)
@@ -622,24 +747,46 @@ def block(units: list[dict[str, Any]], csv: bool, full: bool) -> str:
     def header(title: str) -> None:
         lines.append(f"============================== {title} ==============================")
         if csv:
-            lines.append("node type, " + ("start, " if LEGACY else "") +
-                         "first, avg_ms, %, cdf%, mem KB, times called, name")
+            lines.append(
+                "node type, "
+                + ("start, " if LEGACY else "")
+                + "first, avg_ms, %, cdf%, mem KB, times called, name"
+            )
         else:
-            cols = field(40, "[node type]") + (field(17, "[start]") if LEGACY else "") + \
-                field(9, "[first]") + field(9, "[avg ms]") + field(8, "[%]") + \
-                field(8, "[cdf%]") + field(10, "[mem KB]") + field(9, "[times called]")
+            cols = (
+                field(40, "[node type]")
+                + (field(17, "[start]") if LEGACY else "")
+                + field(9, "[first]")
+                + field(9, "[avg ms]")
+                + field(8, "[%]")
+                + field(8, "[cdf%]")
+                + field(10, "[mem KB]")
+                + field(9, "[times called]")
+            )
             lines.append(cols + "\t[Name]")
 
-    def row(u: dict[str, Any], first: float, avg: float, pct: float, cdf: float,
-            start: float) -> None:
+    def row(
+        u: dict[str, Any], first: float, avg: float, pct: float, cdf: float, start: float
+    ) -> None:
         if csv:
             name = u["name"].replace(",", "\t")
             lead = f"{u['type']}, " + (f"{g(start)}, " if LEGACY else "")
             lines.append(f"{lead}{g(first)}, {g(avg)}, {g(pct)}%, {g(cdf)}%, 0, 1, {name}")
         else:
-            lines.append(field(40, u["type"]) + (field(17, start) if LEGACY else "") +
-                         field(9, first) + field(9, avg) + field(7, pct) + "%" +
-                         field(7, cdf) + "%" + field(10, 0.0) + field(9, 1) + "\t" + u["name"])
+            lines.append(
+                field(40, u["type"])
+                + (field(17, start) if LEGACY else "")
+                + field(9, first)
+                + field(9, avg)
+                + field(7, pct)
+                + "%"
+                + field(7, cdf)
+                + "%"
+                + field(10, 0.0)
+                + field(9, 1)
+                + "\t"
+                + u["name"]
+            )
 
     rows, _ = table_rows(units, LEGACY)
     header("Run Order")
@@ -653,8 +800,9 @@ def block(units: list[dict[str, Any]], csv: bool, full: bool) -> str:
         row(r[0], r[1], r[2], r[3], cdf, r[5])
     lines.append("")
     lines.append(f"Number of nodes executed: {len(units)}")
-    lines.append("============================== Summary by node type "
-                 "==============================")
+    lines.append(
+        "============================== Summary by node type =============================="
+    )
     by_type: dict[str, list[int]] = {}
     for u in units:
         agg = by_type.setdefault(u["type"], [0, 0])
@@ -664,9 +812,15 @@ def block(units: list[dict[str, Any]], csv: bool, full: bool) -> str:
     if csv:
         lines.append("node type, count, avg_ms, avg %, cdf %, mem KB, times called")
     else:
-        lines.append(field(40, "[Node type]") + field(9, "[count]") + field(10, "[avg ms]") +
-                     field(11, "[avg %]") + field(11, "[cdf %]") + field(10, "[mem KB]") +
-                     field(10, "[times called]"))
+        lines.append(
+            field(40, "[Node type]")
+            + field(9, "[count]")
+            + field(10, "[avg ms]")
+            + field(11, "[avg %]")
+            + field(11, "[cdf %]")
+            + field(10, "[mem KB]")
+            + field(10, "[times called]")
+        )
     cdf = 0.0
     for t, (count, us) in sorted(by_type.items(), key=lambda kv: (-kv[1][1], kv[0])):
         pct = us / acc * 100.0 if acc else float("nan")
@@ -674,9 +828,17 @@ def block(units: list[dict[str, Any]], csv: bool, full: bool) -> str:
         if csv:
             lines.append(f"{t}, {count}, {g(us / 1000.0)}, {g(pct)}%, {g(cdf)}%, 0, {count}")
         else:
-            lines.append(field(40, t) + field(9, count) + field(10, us / 1000.0) +
-                         field(10, pct) + "%" + field(10, cdf) + "%" + field(10, 0.0) +
-                         field(9, count))
+            lines.append(
+                field(40, t)
+                + field(9, count)
+                + field(10, us / 1000.0)
+                + field(10, pct)
+                + "%"
+                + field(10, cdf)
+                + "%"
+                + field(10, 0.0)
+                + field(9, count)
+            )
     lines.append("")
     totals = Stat()
     for k in range(runs):
@@ -690,6 +852,7 @@ def block(units: list[dict[str, Any]], csv: bool, full: bool) -> str:
 
 def write_profile_proto(path: str, units: list[dict[str, Any]], alloc_us: int, sg: Any) -> None:
     from ai_edge_litert import profiling_info_pb2 as pb
+
     msg = pb.BenchmarkProfilingData()
     name = sg.name.decode() if isinstance(sg.name, bytes) else (sg.name or "")
 
@@ -717,14 +880,31 @@ def write_profile_proto(path: str, units: list[dict[str, Any]], alloc_us: int, s
         f.write(msg.SerializeToString())
 
 
-_TFLITE_TYPE = {np.float32: 1, np.int32: 2, np.uint8: 3, np.int64: 4, np.bool_: 6, np.int16: 7,
-                np.int8: 9, np.float16: 10, np.float64: 11}
+_TFLITE_TYPE = {
+    np.float32: 1,
+    np.int32: 2,
+    np.uint8: 3,
+    np.int64: 4,
+    np.bool_: 6,
+    np.int16: 7,
+    np.int8: 9,
+    np.float16: 10,
+    np.float64: 11,
+}
 
 
-def write_runtime_info(path: str, model_t: Any, interp: Any, details: list[dict[str, Any]],
-                       delegate_nodes: list[dict[str, Any]], delegated: dict[int, int],
-                       plan: list[tuple[str, list[int]]], kernel: str) -> None:
+def write_runtime_info(
+    path: str,
+    model_t: Any,
+    interp: Any,
+    details: list[dict[str, Any]],
+    delegate_nodes: list[dict[str, Any]],
+    delegated: dict[int, int],
+    plan: list[tuple[str, list[int]]],
+    kernel: str,
+) -> None:
     from ai_edge_litert import model_runtime_info_pb2 as pb
+
     sg = model_t.subgraphs[0]
     msg = pb.ModelRuntimeDetails()
     rs = msg.subgraphs.add()
@@ -736,8 +916,11 @@ def write_runtime_info(path: str, model_t: Any, interp: Any, details: list[dict[
         e.data_type = _TFLITE_TYPE.get(np.dtype(t["dtype"]).type, 0)
         e.shape.extend(int(x) for x in t["shape"])
         # kernels add scratch tensors past the model's own (e.g. CONV_2D's im2col)
-        e.allocation_type = "kTfLiteMmapRo" if t["index"] < len(sg.tensors) and \
-            is_constant(model_t, t["index"]) else "kTfLiteArenaRw"
+        e.allocation_type = (
+            "kTfLiteMmapRo"
+            if t["index"] < len(sg.tensors) and is_constant(model_t, t["index"])
+            else "kTfLiteArenaRw"
+        )
         e.size = int(np.prod(t["shape"])) * np.dtype(t["dtype"]).itemsize
     for i, op in enumerate(sg.operators):
         n = rs.nodes.add()
@@ -755,7 +938,8 @@ def write_runtime_info(path: str, model_t: Any, interp: Any, details: list[dict[
         n.outputs.extend(int(x) for x in d["outputs"])
         n.delegate_node_details.delegate_name = kernel
         n.delegate_node_details.tflite_node_ids_replaced.extend(
-            sorted(i for i, p in delegated.items() if p == k))
+            sorted(i for i, p in delegated.items() if p == k)
+        )
     for kind, members in plan:
         if kind == "cpu":
             rs.execution_plan.extend(members)

@@ -65,7 +65,11 @@ def test_delegates_side_by_side(
     assert "--use_xnnpack=false" in runs["cpu"]["argv"]
     xnn = runs["xnnpack"]["delegate_verdict"]
     assert (xnn["outcome"], xnn["kernels"], xnn["replaced_nodes"], xnn["total_nodes"]) == (
-        "partial", 2, 6, 7)
+        "partial",
+        2,
+        6,
+        7,
+    )
     # The GPU fails as on a CPU-only phone; the others still ran.
     gpu = runs["gpu"]
     assert gpu["status"] == "failed" and "Failed to apply GPU delegate." in gpu["message"]
@@ -80,8 +84,13 @@ def test_delegates_side_by_side(
     assert status == 0
     header = next(ln for ln in out.splitlines() if ln.startswith("delegate"))
     assert "median ms" in header and "p5-p95 ms" in header and "executed on" in header
-    assert sum(ln.startswith(("cpu ", "xnnpack ", "gpu ", "nnapi ", "hexagon ")) for ln in
-               out.splitlines()) == 5
+    assert (
+        sum(
+            ln.startswith(("cpu ", "xnnpack ", "gpu ", "nnapi ", "hexagon "))
+            for ln in out.splitlines()
+        )
+        == 5
+    )
     assert "taken from the results directory" in out  # --resume re-used all five
 
 
@@ -102,7 +111,8 @@ def test_two_devices_run_in_parallel_in_a_stable_order(
         assert second.wait_no_processes() == []
     assert [d.serial for d in report.devices] == serials
     assert [(r["serial"], r["label"], r["status"]) for r in report.records] == [
-        (s, d, "ok") for s in serials for d in ("cpu", "xnnpack")]
+        (s, d, "ok") for s in serials for d in ("cpu", "xnnpack")
+    ]
     a, b = report.devices
     assert max(a.started, b.started) < min(a.finished, b.finished)  # the sessions overlapped
     assert workdirs(env.sandbox) == []
@@ -113,8 +123,20 @@ def test_older_output_format(
 ) -> None:
     binary = old_binary(tmp_path / "old_benchmark_model")
     status, report, err = cli_json(
-        capsys, "bench", str(model), "--adb", "--benchmark-binary", str(binary), *RUNS,
-        "--delegate", "xnnpack", "--threads", "2", "--cpu-mask", "0x1")
+        capsys,
+        "bench",
+        str(model),
+        "--adb",
+        "--benchmark-binary",
+        str(binary),
+        *RUNS,
+        "--delegate",
+        "xnnpack",
+        "--threads",
+        "2",
+        "--cpu-mask",
+        "0x1",
+    )
     assert status == 0, err
     (run,) = report["devices"][0]["runs"]
     assert run["status"] == "ok"
@@ -130,8 +152,17 @@ def test_unrecognised_newer_output_is_a_clear_failure(
     binary = alien_binary(tmp_path / "new_benchmark_model")
     res = tmp_path / "res"
     status, out, err = cli(
-        capsys, "bench", str(model), "--adb", "--benchmark-binary", str(binary),
-        "--delegate", "cpu", "--resume", str(res))
+        capsys,
+        "bench",
+        str(model),
+        "--adb",
+        "--benchmark-binary",
+        str(binary),
+        "--delegate",
+        "cpu",
+        "--resume",
+        str(res),
+    )
     assert status == 2
     line = one_error_line(err)
     assert line.startswith("edgepart: error: no run succeeded: ")

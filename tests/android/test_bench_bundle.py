@@ -24,24 +24,39 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         PartitionSpec(ops=[3], processor="cpu", predicted={"start_s": 2e-5, "end_s": 2.5e-5}),
         PartitionSpec(ops=[4, 5, 6], processor="tpu", predicted={"duration_s": 5e-6}),
     ]
-    write_bundle(root / "b", model, specs, profile="pixel8",
-                 plan_extra={"predicted": {"latency_s": 3e-5}})
+    write_bundle(
+        root / "b", model, specs, profile="pixel8", plan_extra={"predicted": {"latency_s": 3e-5}}
+    )
     return root / "b"
 
 
 def test_partitions_with_their_delegates_and_documented_fallback(
-    emu: EmulatedDevice, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    emu: EmulatedDevice,
+    bundle: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
     res = tmp_path / "res"
-    args = ["bench", str(bundle), "--adb", "--benchmark-binary", str(FAKE), *RUNS,
-            "--resume", str(res)]
+    args = [
+        "bench",
+        str(bundle),
+        "--adb",
+        "--benchmark-binary",
+        str(FAKE),
+        *RUNS,
+        "--resume",
+        str(res),
+    ]
     status, report, err = cli_json(capsys, *args)
     assert status == 0, err
     rows = {r["id"]: r for r in report["partitions"][emu.serial]}
     assert [(r["processor"], r["delegate"]) for r in rows.values()] == [
-        ("gpu:0", "gpu"), ("cpu:0", "xnnpack"), ("tpu:0", "nnapi")]
+        ("gpu:0", "gpu"),
+        ("cpu:0", "xnnpack"),
+        ("tpu:0", "nnapi"),
+    ]
     # p0 asked for the GPU: the delegate failed on the device, so it ran on XNNPACK.
     assert rows["p0"]["status"] == "fallback" and rows["p0"]["ran_with"] == "xnnpack"
     assert "Failed to apply GPU delegate." in rows["p0"]["fallback_reason"]
@@ -57,8 +72,13 @@ def test_partitions_with_their_delegates_and_documented_fallback(
     assert totals["measured_ms"] == pytest.approx(sum(r["median_ms"] for r in rows.values()))
     assert totals["plan_latency_ms"] == pytest.approx(0.03)
     labels = [r["label"] for r in report["devices"][0]["runs"]]
-    assert labels == ["p0@gpu", "p0@xnnpack-fallback", "p1@xnnpack", "p2@nnapi",
-                      "p2@xnnpack-fallback"]
+    assert labels == [
+        "p0@gpu",
+        "p0@xnnpack-fallback",
+        "p1@xnnpack",
+        "p2@nnapi",
+        "p2@xnnpack-fallback",
+    ]
     assert workdirs(emu.sandbox) == [] and emu.wait_no_processes() == []
     # The text report, resumed: nothing is run again.
     before = runs_of(emu.emulator.commands, "--graph=")

@@ -29,8 +29,21 @@ def env(emu: EmulatedDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _bench(model: Path, res: Path, *extra: str) -> list[str]:
-    return ["bench", str(model), "--adb", "--benchmark-binary", str(FAKE), *RUNS,
-            "--delegate", "cpu", "--delegate", "xnnpack", "--resume", str(res), *extra]
+    return [
+        "bench",
+        str(model),
+        "--adb",
+        "--benchmark-binary",
+        str(FAKE),
+        *RUNS,
+        "--delegate",
+        "cpu",
+        "--delegate",
+        "xnnpack",
+        "--resume",
+        str(res),
+        *extra,
+    ]
 
 
 def _results(res: Path) -> dict[str, dict[str, object]]:
@@ -105,8 +118,9 @@ def test_missing_and_non_executable_binaries(
     assert status == 2 and "is not executable: run `adb shell chmod 755" in one_error_line(err)
     assert not (tmp_path / "runs").exists()  # nothing ran, nothing was written
     tool.chmod(0o755)  # now it runs, from where it is
-    status, _, err = cli(capsys, *base, *RUNS, "--remote-binary",
-                         "/data/local/tmp/bm/benchmark_model")
+    status, _, err = cli(
+        capsys, *base, *RUNS, "--remote-binary", "/data/local/tmp/bm/benchmark_model"
+    )
     assert status == 0, err
     local = tmp_path / "not_here"
     status, _, err = cli(capsys, *base, "--benchmark-binary", str(local))
@@ -135,8 +149,7 @@ def test_unauthorized_device_and_no_server(
     monkeypatch.setenv("EDGEPART_RUNS_DIR", str(tmp_path / "runs"))
     args = ["bench", str(model), "--adb", "--benchmark-binary", str(FAKE)]
     with emulated_device(adb_server, tmp_path / "d", unauthorized=True) as emu:
-        status, _, err = cli(capsys, *args, "--serial", emu.serial, "--adb-server",
-                             emu.server.spec)
+        status, _, err = cli(capsys, *args, "--serial", emu.serial, "--adb-server", emu.server.spec)
         line = one_error_line(err)
         assert status == 2 and f"device {emu.serial} is unauthorized: accept the USB" in line
     port = free_port()

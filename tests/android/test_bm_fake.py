@@ -49,20 +49,31 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ops(model: Path) -> list[str]:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    it = Interpreter(model_path=str(model),
-                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it = Interpreter(
+        model_path=str(model),
+        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
     it.allocate_tensors()
     return [d["op_name"] for d in it._get_ops_details()]
 
 
-def bench(model: Path, delegate: str = "xnnpack", extra: tuple[str, ...] = (),
-          **kw: object) -> tuple[int, BenchmarkRun]:
-    opts = BenchmarkOptions(str(model), parse_delegate(delegate), num_runs=8, min_secs=0.0,
-                            warmup_runs=2, warmup_min_secs=0.0, extra_flags=extra,
-                            **kw)  # type: ignore[arg-type]
+def bench(
+    model: Path, delegate: str = "xnnpack", extra: tuple[str, ...] = (), **kw: object
+) -> tuple[int, BenchmarkRun]:
+    opts = BenchmarkOptions(
+        str(model),
+        parse_delegate(delegate),
+        num_runs=8,
+        min_secs=0.0,
+        warmup_runs=2,
+        warmup_min_secs=0.0,
+        extra_flags=extra,
+        **kw,
+    )  # type: ignore[arg-type]
     args = build_command(str(FAKE), opts)
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=120, check=False
+    )
     return proc.returncode, parse_benchmark_output(proc.stdout + proc.stderr, source="fake")
 
 
@@ -83,17 +94,25 @@ def test_builtin_cpu_per_op_table(model: Path, ops: list[str]) -> None:
     assert block.timings is not None and block.timings.count == 8
     assert block.nodes_observed == len(ops) == block.nodes_executed
     # Row averages (3 decimals each) add up to the per-run node total.
-    assert sum(r.avg_ms for r in rows) * 1000 == pytest.approx(block.timings.avg,
-                                                               abs=0.5 * len(ops) + 1)
+    assert sum(r.avg_ms for r in rows) * 1000 == pytest.approx(
+        block.timings.avg, abs=0.5 * len(ops) + 1
+    )
     init = next(b for b in run.profile.blocks if b.phase == "init")
     assert init.run_order[0].name == "AllocateTensors/0"
 
 
-def test_xnnpack_runtime_info_and_proto_cover_every_op(model: Path, ops: list[str],
-                                                       tmp_path: Path) -> None:
+def test_xnnpack_runtime_info_and_proto_cover_every_op(
+    model: Path, ops: list[str], tmp_path: Path
+) -> None:
     prof_pb, ri_pb = tmp_path / "prof.pb", tmp_path / "ri.pb"
-    rc, run = bench(model, "xnnpack", op_profiling=True, op_profiling_mode="proto",
-                    op_profiling_output_file=str(prof_pb), runtime_info_output_file=str(ri_pb))
+    rc, run = bench(
+        model,
+        "xnnpack",
+        op_profiling=True,
+        op_profiling_mode="proto",
+        op_profiling_output_file=str(prof_pb),
+        runtime_info_output_file=str(ri_pb),
+    )
     assert rc == 0 and run.ok and run.profile is None
     (app,) = run.applications
     assert app.provider == "XNNPACK" and app.outcome == "partial"
@@ -122,8 +141,13 @@ def test_xnnpack_runtime_info_and_proto_cover_every_op(model: Path, ops: list[st
 
 def test_csv_file_and_legacy_layout(model: Path, ops: list[str], tmp_path: Path) -> None:
     csv_path = tmp_path / "prof.csv"
-    rc, _ = bench(model, "cpu", op_profiling=True, op_profiling_mode="csv",
-                  op_profiling_output_file=str(csv_path))
+    rc, _ = bench(
+        model,
+        "cpu",
+        op_profiling=True,
+        op_profiling_mode="csv",
+        op_profiling_output_file=str(csv_path),
+    )
     assert rc == 0
     prof = parse_op_profile_text(csv_path.read_text(), source=str(csv_path))
     assert prof.layout == "csv"
@@ -143,8 +167,11 @@ def test_gpu_unavailable_fails_like_the_tool(model: Path) -> None:
     assert run.failure.kind == "delegate_apply"
     assert run.failure.message == "Failed to apply GPU delegate."
     assert any("failed to prepare" in d for d in run.failure.detail)
-    with pytest.raises(BenchmarkOutputError, match=r"fake:\d+: benchmark_model failed "
-                       r"\(delegate_apply\): Failed to apply GPU delegate\."):
+    with pytest.raises(
+        BenchmarkOutputError,
+        match=r"fake:\d+: benchmark_model failed "
+        r"\(delegate_apply\): Failed to apply GPU delegate\.",
+    ):
         run.raise_for_failure()
 
 
@@ -156,8 +183,9 @@ def test_nnapi_hexagon_external_fall_back_to_cpu(model: Path) -> None:
     assert run.unavailable and "Could not create Hexagon delegate" in run.unavailable[0]
     rc, run = bench(model, "external:/nonexistent/libdelegate.so")
     assert rc == 0 and run.delegate_outcome("EXTERNAL") == "absent"
-    assert "Unable to load external delegate from : /nonexistent/libdelegate.so" in \
-        run.unavailable[0]
+    assert (
+        "Unable to load external delegate from : /nonexistent/libdelegate.so" in run.unavailable[0]
+    )
 
 
 def test_missing_model_and_full_delegation_failures(model: Path) -> None:

@@ -56,19 +56,44 @@ def test_delegate_flags(delegate: str, flags: list[str]) -> None:
 
 def test_full_profile_command_with_taskset() -> None:
     got = cmd(
-        "gpu", num_threads=4, warmup_runs=1, num_runs=50, min_secs=0.0, max_secs=30.5,
-        max_delegated_partitions=2, min_nodes_per_partition=3, cpu_mask="F0",
-        cpu_fallback_xnnpack=False, gpu_backend="cl", op_profiling=True,
-        op_profiling_mode="proto", op_profiling_output_file="/d/prof.pb",
-        runtime_info_output_file="/d/ri.pb", report_peak_memory=True,
+        "gpu",
+        num_threads=4,
+        warmup_runs=1,
+        num_runs=50,
+        min_secs=0.0,
+        max_secs=30.5,
+        max_delegated_partitions=2,
+        min_nodes_per_partition=3,
+        cpu_mask="F0",
+        cpu_fallback_xnnpack=False,
+        gpu_backend="cl",
+        op_profiling=True,
+        op_profiling_mode="proto",
+        op_profiling_output_file="/d/prof.pb",
+        runtime_info_output_file="/d/ri.pb",
+        report_peak_memory=True,
     )
     assert got == [
-        "taskset", "f0", BM, f"--graph={GRAPH}", "--num_threads=4", "--warmup_runs=1",
-        "--num_runs=50", "--min_secs=0.0", "--max_secs=30.5", "--max_delegated_partitions=2",
-        "--min_nodes_per_partition=3", "--use_xnnpack=false", "--use_gpu=true",
-        "--gpu_backend=cl", "--report_peak_memory_footprint=true", "--enable_op_profiling=true",
-        "--op_profiling_output_mode=proto", "--op_profiling_output_file=/d/prof.pb",
-        "--export_model_runtime_info=true", "--model_runtime_info_output_file=/d/ri.pb",
+        "taskset",
+        "f0",
+        BM,
+        f"--graph={GRAPH}",
+        "--num_threads=4",
+        "--warmup_runs=1",
+        "--num_runs=50",
+        "--min_secs=0.0",
+        "--max_secs=30.5",
+        "--max_delegated_partitions=2",
+        "--min_nodes_per_partition=3",
+        "--use_xnnpack=false",
+        "--use_gpu=true",
+        "--gpu_backend=cl",
+        "--report_peak_memory_footprint=true",
+        "--enable_op_profiling=true",
+        "--op_profiling_output_mode=proto",
+        "--op_profiling_output_file=/d/prof.pb",
+        "--export_model_runtime_info=true",
+        "--model_runtime_info_output_file=/d/ri.pb",
     ]
 
 
@@ -87,17 +112,26 @@ def test_external_options_sorted_and_checked() -> None:
 
 def test_csv_falls_back_to_deprecated_flag_on_old_binaries() -> None:
     old = frozenset({"graph", "enable_op_profiling", "profiling_output_csv_file"})
-    opts = BenchmarkOptions(GRAPH, parse_delegate("cpu"), op_profiling=True,
-                            op_profiling_mode="csv", op_profiling_output_file="/d/p.csv")
+    opts = BenchmarkOptions(
+        GRAPH,
+        parse_delegate("cpu"),
+        op_profiling=True,
+        op_profiling_mode="csv",
+        op_profiling_output_file="/d/p.csv",
+    )
     assert build_command(BM, opts, supported_flags=old)[-2:] == [
-        "--enable_op_profiling=true", "--profiling_output_csv_file=/d/p.csv"]
-    proto = BenchmarkOptions(GRAPH, op_profiling=True, op_profiling_mode="proto",
-                             op_profiling_output_file="/d/p.pb")
+        "--enable_op_profiling=true",
+        "--profiling_output_csv_file=/d/p.csv",
+    ]
+    proto = BenchmarkOptions(
+        GRAPH, op_profiling=True, op_profiling_mode="proto", op_profiling_output_file="/d/p.pb"
+    )
     with pytest.raises(UsageError, match="no --op_profiling_output_mode"):
         build_command(BM, proto, supported_flags=old)
     with pytest.raises(UsageError, match="export_model_runtime_info"):
-        build_command(BM, BenchmarkOptions(GRAPH, runtime_info_output_file="/d/r.pb"),
-                      supported_flags=old)
+        build_command(
+            BM, BenchmarkOptions(GRAPH, runtime_info_output_file="/d/r.pb"), supported_flags=old
+        )
 
 
 @pytest.mark.parametrize(
@@ -119,11 +153,17 @@ def test_bad_options(kw: dict[str, object], match: str) -> None:
 
 def test_flags_from_help_reads_the_usage_text() -> None:
     # The stand-in prints the tool's usage layout: "\t--name=default\t...".
-    proc = subprocess.run([sys.executable, str(FAKE), "--help"], capture_output=True, text=True,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, str(FAKE), "--help"], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 1
     flags = flags_from_help(proc.stdout + proc.stderr)
-    assert {"graph", "op_profiling_output_mode", "export_model_runtime_info",
-            "use_gpu", "external_delegate_path"} <= flags
+    assert {
+        "graph",
+        "op_profiling_output_mode",
+        "export_model_runtime_info",
+        "use_gpu",
+        "external_delegate_path",
+    } <= flags
     with pytest.raises(UsageError, match="not benchmark_model's --help"):
         flags_from_help("usage: something else\n\t--verbose=false\n")

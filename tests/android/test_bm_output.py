@@ -49,7 +49,11 @@ def test_current_summary_xnnpack_raspberry_pi() -> None:
     r = run("xnnpack_999_rpi_current_summary.txt")
     assert r.summary_format == "current"
     assert (r.init_us, r.first_inference_us, r.warmup_avg_us, r.inference_avg_us) == (
-        18777.0, 64791.0, 57758.2, 55043.2)
+        18777.0,
+        64791.0,
+        57758.2,
+        55043.2,
+    )
     assert r.warmup == RunStats(9, 64791, 56295, 54873, 65831, 57758.2, 4065)
     assert r.inference == RunStats(50, 58154, 53809, 53077, 60727, 55043.2, 1562)
     assert r.model_size_mb == 3.67827
@@ -74,9 +78,16 @@ def test_legacy_summary_readme_and_table_with_start_column() -> None:
     (block,) = prof.blocks
     assert block.phase == "run" and len(block.run_order) == 31 and len(block.top_by_time) == 10
     first = block.run_order[0]
-    assert (first.node_type, first.start_ms, first.first_ms, first.avg_ms, first.percent,
-            first.cdf_percent, first.mem_kb, first.times_called) == (
-        "CONV_2D", 0.0, 4.269, 4.269, 0.107, 0.107, 0.0, 0)
+    assert (
+        first.node_type,
+        first.start_ms,
+        first.first_ms,
+        first.avg_ms,
+        first.percent,
+        first.cdf_percent,
+        first.mem_kb,
+        first.times_called,
+    ) == ("CONV_2D", 0.0, 4.269, 4.269, 0.107, 0.107, 0.0, 0)
     assert first.name == "[MobilenetV1/MobilenetV1/Conv2d_0/Relu6]"
     assert first.node_index is None and first.kind == "op"  # no ':N' in this era
     assert block.run_order[-1].node_type == "SOFTMAX" and block.run_order[-1].start_ms == 79.443
@@ -123,24 +134,41 @@ def test_start_layout_with_node_index_gpu_delegate_node() -> None:
     prof = parse_op_profile_text(fixture("tf_44369_gpu_start_layout_with_index.txt"))
     assert prof.layout == "start"
     (row,) = prof.run_rows()
-    assert (row.node_type, row.start_ms, row.first_ms, row.avg_ms, row.percent, row.times_called,
-            row.node_index, row.kind, row.op_index) == (
-        "TfLiteGpuDelegateV2", 0.008, 5.112, 5.061, 100.0, 1, 110, "delegate_kernel", None)
+    assert (
+        row.node_type,
+        row.start_ms,
+        row.first_ms,
+        row.avg_ms,
+        row.percent,
+        row.times_called,
+        row.node_index,
+        row.kind,
+        row.op_index,
+    ) == ("TfLiteGpuDelegateV2", 0.008, 5.112, 5.061, 100.0, 1, 110, "delegate_kernel", None)
     assert prof.blocks[0].by_node_type == (
-        NodeTypeSummary("TfLiteGpuDelegateV2", 1, 5.061, 100.0, 100.0, 0.0, 1),)
+        NodeTypeSummary("TfLiteGpuDelegateV2", 1, 5.061, 100.0, 100.0, 0.0, 1),
+    )
     (timing,) = node_timings(prof)
-    assert timing.node_index == 110 and timing.ops == () and timing.executed_by == \
-        "TfLiteGpuDelegateV2"
+    assert (
+        timing.node_index == 110
+        and timing.ops == ()
+        and timing.executed_by == "TfLiteGpuDelegateV2"
+    )
 
 
 def test_summary_by_node_type_with_type_wider_than_its_column() -> None:
     prof = parse_op_profile_text(fixture("tf_53138_summary_by_node_type.txt"))
     rows = prof.blocks[0].by_node_type
     assert [r.node_type for r in rows] == [
-        "CONV_2D", "DEPTHWISE_CONV_2D", "TFLite_Detection_PostProcess", "CONCATENATION",
-        "LOGISTIC"]
-    assert rows[2] == NodeTypeSummary("TFLite_Detection_PostProcess", 1, 3.579, 1.009, 99.733,
-                                      0.0, 1)
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "TFLite_Detection_PostProcess",
+        "CONCATENATION",
+        "LOGISTIC",
+    ]
+    assert rows[2] == NodeTypeSummary(
+        "TFLite_Detection_PostProcess", 1, 3.579, 1.009, 99.733, 0.0, 1
+    )
     assert prof.blocks[0].nodes_executed == 64
 
 
@@ -151,7 +179,14 @@ def test_logcat_current_layout_init_profile() -> None:
     assert block.phase == "init" and r.profile and r.profile.layout == "current"
     a, b = block.run_order
     assert (a.node_type, a.first_ms, a.avg_ms, a.percent, a.mem_kb, a.times_called, a.kind) == (
-        "ModifyGraphWithDelegate", 54.571, 54.571, 95.055, 1132.0, 1, "event")
+        "ModifyGraphWithDelegate",
+        54.571,
+        54.571,
+        95.055,
+        1132.0,
+        1,
+        "event",
+    )
     assert (b.name, b.first_ms, b.avg_ms, b.times_called) == ("AllocateTensors/0", 2.833, 1.419, 2)
 
 
@@ -171,7 +206,11 @@ def test_gpu_fully_delegated_and_external_delegate() -> None:
     g = run("tf_43541_gpu_full.txt")
     assert g.applications == (DelegateApplication("GPU", "full", None),)
     assert (g.init_us, g.first_inference_us, g.warmup_avg_us, g.inference_avg_us) == (
-        870557.0, 130565.0, 122373.0, 119375.0)
+        870557.0,
+        130565.0,
+        122373.0,
+        119375.0,
+    )
     e = run("timvx_316_external_full.txt")
     assert e.delegate_outcome("EXTERNAL") == "full" and e.delegates_created == ("EXTERNAL",)
     assert e.init_us == pytest.approx(11237.0) and e.delegate_outcome("GPU") == "absent"
@@ -193,8 +232,10 @@ def test_gpu_unsupported_blocks() -> None:
     o = run("objdet_gpu_no_ops.txt")
     (report,) = o.gpu_support
     assert report.gpu_ops == 0 and report.cpu_ops == 64
-    assert report.reasons[2] == ("CUSTOM TFLite_Detection_PostProcess",
-                                 "TFLite_Detection_PostProcess")
+    assert report.reasons[2] == (
+        "CUSTOM TFLite_Detection_PostProcess",
+        "TFLite_Detection_PostProcess",
+    )
     assert report.reasons[0] == ("CONCATENATION", "OP is supported, but tensor type isn't matched!")
     assert len(report.reasons) == 6 and o.xnnpack_created
 
@@ -215,24 +256,31 @@ def test_many_runs_cpu_only() -> None:
 
 # -- synthetic edge cases of the documented grammar (not posted outputs) ------------------------
 
+
 def test_stat_line_variants_from_the_stats_calculator_grammar() -> None:
-    text = ("Running benchmark for at least 1 iterations and at least 0.5 seconds\n"
-            "count=0\n"
-            "Running benchmark for at least 50 iterations and at least 1 seconds\n"
-            "INFO: count=3 curr=7(all same) p5=7 median=7 p95=7\n")
+    text = (
+        "Running benchmark for at least 1 iterations and at least 0.5 seconds\n"
+        "count=0\n"
+        "Running benchmark for at least 50 iterations and at least 1 seconds\n"
+        "INFO: count=3 curr=7(all same) p5=7 median=7 p95=7\n"
+    )
     r = parse_benchmark_output(text)
     assert r.warmup == RunStats(0)
     assert r.inference == RunStats(3, 7, 7, 7, 7, 7, 0.0, 7, 7, 7)
     big = parse_benchmark_output(
         "Inference timings in us: Init: 1007529, First inference: 4098, Warmup (avg): 1.68659e+06,"
-        " Inference (avg): nan")
+        " Inference (avg): nan"
+    )
     assert big.warmup_avg_us == 1686590.0 and math.isnan(big.inference_avg_us or 0.0)
 
 
 def test_unrecognizable_output_is_a_clear_error() -> None:
     with pytest.raises(BenchmarkOutputError, match=r"run.log: no benchmark_model output"):
-        parse_benchmark_output("Segmentation fault\n/system/bin/sh: x: not found\n",
-                               source="run.log")
+        parse_benchmark_output(
+            "Segmentation fault\n/system/bin/sh: x: not found\n", source="run.log"
+        )
     with pytest.raises(BenchmarkOutputError, match="no per-op profile table"):
-        parse_op_profile_text("INFO: Inference timings in us: Init: 1, First inference: 2, "
-                              "Warmup (avg): 3, Inference (avg): 4\n")
+        parse_op_profile_text(
+            "INFO: Inference timings in us: Init: 1, First inference: 2, "
+            "Warmup (avg): 3, Inference (avg): 4\n"
+        )

@@ -43,8 +43,17 @@ def env(emu: EmulatedDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _profile(model: Path, out: Path, *extra: str) -> list[str]:
-    return ["profile", str(model), "--adb", "--benchmark-binary", str(FAKE), *RUNS,
-            "-o", str(out), *extra]
+    return [
+        "profile",
+        str(model),
+        "--adb",
+        "--benchmark-binary",
+        str(FAKE),
+        *RUNS,
+        "-o",
+        str(out),
+        *extra,
+    ]
 
 
 def _indices(entries: list[dict[str, object]]) -> list[list[int]]:
@@ -55,8 +64,10 @@ def test_proto_profile_gives_the_host_format_and_the_cost_model_takes_it(
     env: EmulatedDevice, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     phone = tmp_path / "phone.json"
-    status, out, err = cli(capsys, *_profile(model, phone, "--delegate", "cpu", "--delegate",
-                                             "xnnpack", "--delegate", "gpu"))
+    status, out, err = cli(
+        capsys,
+        *_profile(model, phone, "--delegate", "cpu", "--delegate", "xnnpack", "--delegate", "gpu"),
+    )
     assert status == 0, err
     assert f"processor {CPU}: 7 op entries" in out and "layout proto, runtime info yes" in out
     assert "Failed to apply GPU delegate." in out and workdirs(env.sandbox) == []
@@ -76,17 +87,35 @@ def test_proto_profile_gives_the_host_format_and_the_cost_model_takes_it(
     xnn = procs[XNN]
     groups = [e for e in xnn["entries"] if e["kind"] == "group"]
     assert _indices(groups) == XNNPACK_GROUPS
-    assert all(e["role"] == "delegate_partition" and e["executed_by"] == "TfLiteXNNPackDelegate"
-               for e in groups)
+    assert all(
+        e["role"] == "delegate_partition" and e["executed_by"] == "TfLiteXNNPackDelegate"
+        for e in groups
+    )
     assert [(e["op"], e["op_indices"]) for e in xnn["entries"] if e["kind"] == "op"] == [
-        ("CUMSUM", [[3]])]
+        ("CUMSUM", [[3]])
+    ]
     assert xnn["models"][0]["adb"]["placement"] == {
-        "TfLiteXNNPackDelegate": [0, 1, 2, 4, 5, 6], "cpu": [3]}
+        "TfLiteXNNPackDelegate": [0, 1, 2, 4, 5, 6],
+        "cpu": [3],
+    }
 
     # The host profiler's table: same loader, same keys, so op by op comparison is direct.
     host = tmp_path / "host.json"
-    status, _, err = cli(capsys, "profile", str(model), "--executor", "builtin", "--budget",
-                         "0.01", "--no-fusion", "--no-progress", "--top", "0", "-o", str(host))
+    status, _, err = cli(
+        capsys,
+        "profile",
+        str(model),
+        "--executor",
+        "builtin",
+        "--budget",
+        "0.01",
+        "--no-fusion",
+        "--no-progress",
+        "--top",
+        "0",
+        "-o",
+        str(host),
+    )
     assert status == 0, err
     host_t, phone_t = load_table(host), load_table(phone)
     assert set(host_t.processor("host_builtin_1t").entries) == set(phone_t.processor(CPU).entries)
@@ -109,12 +138,16 @@ def test_proto_profile_gives_the_host_format_and_the_cost_model_takes_it(
 
 @pytest.mark.parametrize("layout", ["text", "csv"])
 def test_text_and_csv_layouts_give_the_same_entries(
-    env: EmulatedDevice, model: Path, tmp_path: Path, layout: str,
+    env: EmulatedDevice,
+    model: Path,
+    tmp_path: Path,
+    layout: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "t.json"
-    status, report, err = cli_json(capsys, *_profile(model, out, "--delegate", "xnnpack",
-                                                     "--op-output", layout))
+    status, report, err = cli_json(
+        capsys, *_profile(model, out, "--delegate", "xnnpack", "--op-output", layout)
+    )
     assert status == 0, err
     (p,) = report["processors"]
     assert p["layout"] == ("current" if layout == "text" else "csv") and p["runtime_info"]
@@ -129,8 +162,20 @@ def test_old_binary_without_runtime_info_still_attributes_delegate_rows(
 ) -> None:
     binary = old_binary(tmp_path / "old_benchmark_model")
     out = tmp_path / "old.json"
-    args = ["profile", str(model), "--adb", "--benchmark-binary", str(binary), *RUNS, "-o",
-            str(out), "--delegate", "xnnpack", "--delegate", "cpu"]
+    args = [
+        "profile",
+        str(model),
+        "--adb",
+        "--benchmark-binary",
+        str(binary),
+        *RUNS,
+        "-o",
+        str(out),
+        "--delegate",
+        "xnnpack",
+        "--delegate",
+        "cpu",
+    ]
     status, report, err = cli_json(capsys, *args)
     assert status == 0, err
     layouts = {p["delegate"]: (p["layout"], p["runtime_info"]) for p in report["processors"]}

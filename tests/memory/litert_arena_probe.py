@@ -69,10 +69,19 @@ def _op_temporaries(path: Path) -> list[list[int]]:
     if not io:
         return [[r[2], 0] for r in temps]
     # With one op everything in the read-write arena is live at once, so the arena is packed:
-    # it starts at the lowest I/O pointer and spans the aligned sizes of all its items.
-    base = min(r[1] for r in io)
-    span = sum(-(-r[2] // 64) * 64 for r in rows if r[2])
-    return [[r[2], int(base <= r[1] < base + span)] for r in temps]
+    # sorted by address, each item starts where the previous one ends (64-byte aligned). Such
+    # a chain through the op's inputs and outputs is the arena; persistent temporaries live in
+    # separate heap blocks (a malloc header and the arena's alignment slack keep them off it).
+    sized = sorted((r[1], r[2], r[0]) for r in rows if r[1] > 0 and r[2] > 0)
+    chain_of: dict[int, int] = {}
+    chain, end = -1, -1
+    for ptr, nbytes, i in sized:
+        if ptr != end:
+            chain += 1
+        chain_of[i] = chain
+        end = ptr + -(-nbytes // 64) * 64
+    arena = {chain_of[r[0]] for r in io if r[2] > 0}
+    return [[r[2], int(r[0] in chain_of and chain_of[r[0]] in arena)] for r in temps]
 
 
 def main(argv: list[str]) -> None:

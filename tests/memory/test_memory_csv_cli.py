@@ -107,6 +107,6 @@ def test_cli_errors_exit_2_with_one_line(
     assert main(["plan-memory", str(tmp_path / "missing.csv")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["plan-memory", str(tmp_path)]) == 2
-    assert "bundle directory is not supported yet" in capsys.readouterr().err
+    assert "is not an edgepart bundle" in capsys.readouterr().err
     assert main(["plan-memory", str(bad), "--time-limit", "-1"]) == 2
     assert not (tmp_path / "out.csv").exists()
