@@ -59,13 +59,34 @@ def read_model(path: str | os.PathLike[str]) -> Model:
             if size == 0:
                 raise ModelFormatError(f"{path}: file is empty; expected a .tflite model")
             data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        model = read_model_bytes(data, source=path)
+        if size >= RELEASE_MIN_SIZE:
+            _release_pages(data)
+        return model
     except FileNotFoundError:
         raise ModelFormatError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ModelFormatError(f"{path}: is a directory, expected a .tflite file") from None
     except PermissionError as err:
         raise ModelFormatError(f"{path}: cannot read the file ({err.strerror})") from None
-    return read_model_bytes(data, source=path)
+
+
+# Parsing a file at least this large ends by releasing the pages it touched (see below).
+RELEASE_MIN_SIZE = 32 << 20
+
+
+def _release_pages(data: mmap.mmap) -> None:
+    """Unmap the pages parsing touched; the file's data stays readable.
+
+    In a large file, buffer tables sit next to the weights they describe, and the page cache
+    holds the file in large folios, so reading a 12-byte table maps up to 2 MiB of weights
+    into this process. The IR keeps only columns and views, so after the parse those pages are
+    not needed: dropping them (a read-only shared mapping refaults from the page cache on the
+    next access) keeps resident memory at what the program goes on to use.
+    """
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is not None:
+        data.madvise(advice)
 
 
 def read_model_bytes(data: Any, source: str = "<bytes>") -> Model:
@@ -92,7 +113,7 @@ class _Assembler:
     def fail(self, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{self.fb.source}: {msg}")
 
-    def text(self, span: np.ndarray | tuple[int, int]) -> str | None:
+    def text(self, span: np.ndarray | Sequence[int]) -> str | None:
         start, length = int(span[0]), int(span[1])
         if length < 0:
             return None
@@ -130,9 +151,10 @@ class _Assembler:
         if len(bad):
             raise self.fail(f"operator_codes[{bad[0]}] has negative builtin code {code[bad[0]]}")
         version = raw.oc_version.tolist()
+        custom = raw.oc_custom.tolist()
         return tuple(
-            OpCode(b, self.text(span), v)
-            for b, span, v in zip(builtin.tolist(), raw.oc_custom, version, strict=True)
+            OpCode(b, self.text(span) if span[1] >= 0 else None, v)
+            for b, span, v in zip(builtin.tolist(), custom, version, strict=True)
         )
 
     def buffers(self) -> BufferTable:
@@ -238,8 +260,8 @@ class _Assembler:
         out: list[Subgraph] = []
         tp, op_ = raw.sg_tensor_ptr.tolist(), raw.sg_op_ptr.tolist()
         calls = np.flatnonzero(
-            np.isin(raw.o_options[:, 0], _CALLING_CODES["BuiltinOptions"])
-            | np.isin(raw.o_options2[:, 0], _CALLING_CODES["BuiltinOptions2"])
+            _calls(raw.o_options[:, 0], "BuiltinOptions")
+            | _calls(raw.o_options2[:, 0], "BuiltinOptions2")
         ).tolist()
         for s in range(len(tp) - 1):
             t0, t1 = tp[s], tp[s + 1]
@@ -250,12 +272,18 @@ class _Assembler:
             op_im = _slice_csr(im_ptr, im_idx, o0, o1)
             sg_in = ins[iptr[s] : iptr[s + 1]].astype(np.int32)
             sg_out = outs[outptr[s] : outptr[s + 1]].astype(np.int32)
-            where = f"subgraph {s}"
-            _check_indices(self, op_in.idx, nt, -1, f"{where}: an operator input")
-            _check_indices(self, op_out.idx, nt, 0, f"{where}: an operator output")
-            _check_indices(self, op_im.idx, nt, 0, f"{where}: an operator intermediate")
-            _check_indices(self, sg_in, nt, 0, f"{where}: a subgraph input")
-            _check_indices(self, sg_out, nt, 0, f"{where}: a subgraph output")
+            for idx, lo, what in (
+                (op_in.idx, -1, "an operator input"),
+                (op_out.idx, 0, "an operator output"),
+                (op_im.idx, 0, "an operator intermediate"),
+                (sg_in, 0, "a subgraph input"),
+                (sg_out, 0, "a subgraph output"),
+            ):
+                if len(idx) and (idx.min() < lo or idx.max() >= nt):
+                    v = int(idx[np.argmax((idx < lo) | (idx >= nt))])
+                    raise self.fail(
+                        f"subgraph {s}: {what} names tensor {v}, but the subgraph has {nt} tensors"
+                    )
             out.append(
                 Subgraph(
                     name=self.text(raw.sg_name[s]),
@@ -359,18 +387,21 @@ def _slice_csr(ptr: np.ndarray, idx: np.ndarray, r0: int, r1: int) -> Csr:
     return Csr(p - base, idx[base : int(p[-1])].astype(np.int32, copy=False))
 
 
-def _check_indices(parser: _Assembler, idx: np.ndarray, n: int, lo: int, what: str) -> None:
-    if len(idx):
-        bad = (idx < lo) | (idx >= n)
-        if bad.any():
-            v = int(idx[np.argmax(bad)])
-            raise parser.fail(f"{what} names tensor {v}, but the subgraph has {n} tensors")
-
-
-_CALLING_CODES = {
-    enum: np.array([c for c, t in ENUMS[enum].items() if t in _CALLING_OPTIONS], dtype=np.int64)
+# Per options enum: a lookup table, true at the codes of options that name subgraphs.
+_CALLING_MASK = {
+    enum: np.isin(
+        np.arange(max(ENUMS[enum]) + 1),
+        [c for c, t in ENUMS[enum].items() if t in _CALLING_OPTIONS],
+    )
     for enum in ("BuiltinOptions", "BuiltinOptions2")
 }
+
+
+def _calls(codes: np.ndarray, enum: str) -> np.ndarray:
+    """Which ``codes`` (union type codes, possibly out of range) name subgraph options."""
+    mask = _CALLING_MASK[enum]
+    ok = (codes >= 0) & (codes < len(mask))
+    return ok & mask[np.where(ok, codes, 0)]
 
 
 def _code_names(enum: str, codes: np.ndarray) -> list[str | None]:

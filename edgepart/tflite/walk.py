@@ -233,28 +233,41 @@ def native_columns(fb: FlatBuffer, root_pos: int) -> RawModel | None:
     records = np.frombuffer(outs[0], np.int64)
     off = np.frombuffer(outs[1], np.int64).tolist()
     got: dict[tuple[str, str], Any] = {}
-    for r, (key, qkind, dtype) in enumerate(_decode_plan()):
+    for r, (key, qkind, dtype, flags) in enumerate(_decode_plan()):
         main = records[off[r] : off[r + 1]]
-        if qkind in (Q_STRING, Q_SPAN, Q_UNION):
+        if qkind == Q_VECTOR:  # (CSR end, present) per row, and the concatenated elements
+            ptr = np.empty(len(main) // 2 + 1, dtype=np.int64)
+            ptr[0] = 0
+            ptr[1:] = main[0::2]
+            got[key] = (ptr, np.frombuffer(outs[r + 2], dtype), main[1::2] != 0 if flags else None)
+        elif qkind in _PAIRS:
             got[key] = main.reshape(-1, 2)
-        elif qkind == Q_VECTOR:  # (CSR end, present) per row, and the concatenated elements
-            rec = main.reshape(-1, 2)
-            ptr = np.concatenate((_ZERO, rec[:, 0]))
-            got[key] = (ptr, np.frombuffer(outs[r + 2], dtype), rec[:, 1] != 0)
         else:  # scalars (widened to int64), child indices and counts, positions
             got[key] = main
     return _raw(got)
 
 
+_PAIRS = frozenset({Q_STRING, Q_SPAN, Q_UNION})
+# Vectors whose presence (absent vs empty) the IR keeps.
+_PRESENCE = frozenset(
+    {
+        ("Tensor", "shape_signature"),
+        ("QuantizationParameters", "min"),
+        ("QuantizationParameters", "max"),
+    }
+)
+
+
 @cache
-def _decode_plan() -> tuple[tuple[tuple[str, str], int, str], ...]:
-    """Per request: its key, kind and the NumPy dtype of its values."""
+def _decode_plan() -> tuple[tuple[tuple[str, str], int, str, bool], ...]:
+    """Per request: its key, kind, the NumPy dtype of its values, and whether a vector's
+    presence is kept."""
     plan = []
     for t, field, qkind in REQUESTS:
         ftype = next((f[2] for f in TABLES[t] if f[0] == field), "")
         if ftype.startswith("["):
             ftype = ftype[1:-1]
-        plan.append(((t, field), qkind, _DTYPES.get(ftype, "<i8")))
+        plan.append(((t, field), qkind, _DTYPES.get(ftype, "<i8"), (t, field) in _PRESENCE))
     return tuple(plan)
 
 
@@ -275,17 +288,24 @@ def _raw(g: dict[tuple[str, str], Any]) -> RawModel:
     q_index = g["Tensor", "quantization"]
     sp_index = g["Tensor", "sparsity"]
     sp_pos = g["SparsityParameters", ""]
-    t_sparsity = np.where(sp_index >= 0, sp_pos[np.maximum(sp_index, 0)] if len(sp_pos) else -1, -1)
+    if len(sp_pos):
+        t_sparsity = np.where(sp_index >= 0, sp_pos[np.maximum(sp_index, 0)], -1)
+    else:
+        t_sparsity = np.full(len(sp_index), -1, dtype=np.int64)
     # Signature maps arrive interleaved (inputs of signature 0, its outputs, then signature 1):
     # split them by the per-signature counts.
     n_in = np.maximum(g["SignatureDef", "inputs"], 0)
     n_out = np.maximum(g["SignatureDef", "outputs"], 0)
-    per_sig = n_in + n_out
-    start = _ptr(per_sig)[:-1]
-    in_rows = _ranges(start, n_in)
-    out_rows = _ranges(start + n_in, n_out)
     map_names = g["TensorMap", "name"]
     map_tensor = g["TensorMap", "tensor_index"]
+    if len(n_in) == 1:  # the common case: one signature, its inputs then its outputs
+        k = int(n_in[0])
+        in_rows: Any = slice(0, k)
+        out_rows: Any = slice(k, k + int(n_out[0]))
+    else:
+        start = _ptr(n_in + n_out)[:-1]
+        in_rows = _ranges(start, n_in)
+        out_rows = _ranges(start + n_in, n_out)
     return RawModel(
         version=int(g["Model", "version"][0]),
         description=(int(g["Model", "description"][0, 0]), int(g["Model", "description"][0, 1])),
