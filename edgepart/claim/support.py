@@ -150,7 +150,14 @@ def _options_ids(sg: Subgraph) -> np.ndarray:
         k = id(o)
         v = by_obj.get(k)
         if v is None:
-            v = by_obj[k] = ids.setdefault(o, len(ids))
+            # (type, items) compares faster than Options (no dict equality); nested values
+            # that cannot be hashed fall back to the Options object itself.
+            key: Any = o if o is None else (o.type, *o.items())
+            try:
+                v = ids.setdefault(key, len(ids))
+            except TypeError:
+                v = ids.setdefault(o, len(ids))
+            by_obj[k] = v
         out.append(v)
     return np.asarray(out, dtype=np.int64)
 

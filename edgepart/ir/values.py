@@ -142,7 +142,11 @@ class Options(Mapping[str, Any]):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash((self.type, _freeze(tuple(self._fields.items()))))
+            items = tuple(self._fields.items())
+            try:  # scalars, strings and tuples hash as they are (equal options, equal values)
+                self._hash = hash((self.type, items))
+            except TypeError:  # nested tables (dicts) or lists: hash a frozen copy
+                self._hash = hash((self.type, _freeze(items)))
         return self._hash
 
     def __eq__(self, other: object) -> bool:
