@@ -13,7 +13,7 @@ import numpy as np
 
 from edgepart.errors import BundleError
 
-__all__ = ["canonical", "dumps", "parse", "validate"]
+__all__ = ["canonical", "dumps", "json_path", "parse", "schema_doc", "schema_error", "validate"]
 
 
 def canonical(value: Any) -> Any:
@@ -55,13 +55,17 @@ def parse(data: bytes, where: str) -> Any:
         ) from None
 
 
+def schema_doc(name: str) -> Any:
+    """The parsed schema ``edgepart/schemas/<name>``."""
+    text = resources.files("edgepart").joinpath("schemas").joinpath(name).read_text("utf-8")
+    return json.loads(text)
+
+
 @functools.cache
 def _validator(name: str) -> Any:
     import jsonschema
 
-    text = resources.files("edgepart").joinpath("schemas").joinpath(name).read_text("utf-8")
-    schema = json.loads(text)
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema_doc(name))
 
 
 def json_path(path: Sequence[Any]) -> str:
@@ -72,13 +76,14 @@ def json_path(path: Sequence[Any]) -> str:
     return out
 
 
-def validate(doc: Any, schema: str, where: str) -> None:
-    """Validate ``doc`` against ``edgepart/schemas/<schema>``; raise the most relevant error."""
+def schema_error(validator: Any, doc: Any, schema: str, where: str) -> str | None:
+    """The one-line message for the most relevant error of ``doc`` under ``validator`` (a
+    ``jsonschema`` validator for ``schema``), or None if ``doc`` is valid."""
     import jsonschema
 
-    errors = list(_validator(schema).iter_errors(doc))
+    errors = list(validator.iter_errors(doc))
     if not errors:
-        return
+        return None
     err = jsonschema.exceptions.best_match(errors)
     # best_match may pick a oneOf parent; its deepest context names the field that is wrong
     while err.context:
@@ -86,4 +91,11 @@ def validate(doc: Any, schema: str, where: str) -> None:
     msg = err.message
     if len(msg) > 160:
         msg = msg[:157] + "..."
-    raise BundleError(f"{where}: {json_path(err.absolute_path)}: {msg} (schema {schema})")
+    return f"{where}: {json_path(err.absolute_path)}: {msg} (schema {schema})"
+
+
+def validate(doc: Any, schema: str, where: str) -> None:
+    """Validate ``doc`` against ``edgepart/schemas/<schema>``; raise the most relevant error."""
+    msg = schema_error(_validator(schema), doc, schema, where)
+    if msg is not None:
+        raise BundleError(msg)

@@ -30,6 +30,7 @@ __all__ = [
     "BUNDLE_VERSION",
     "EXECUTOR_KINDS",
     "PLAN_FORMAT",
+    "RESERVED_PLAN_KEYS",
     "Arena",
     "ArenaBuffer",
     "Bundle",
@@ -50,6 +51,21 @@ BUNDLE_VERSION = 1
 """The one version of the manifest, plan and arena formats this code reads and writes."""
 
 EXECUTOR_KINDS = ("xnnpack", "builtin", "reference", "delegate")
+
+RESERVED_PLAN_KEYS = frozenset(
+    {
+        "format",
+        "version",
+        "source",
+        "device_profile",
+        "signature_key",
+        "inputs",
+        "outputs",
+        "partitions",
+    }
+)
+"""Top-level ``plan.json`` keys the bundle owns; the rest (``predicted`` and any partitioner
+keys) come from the partitioner."""
 
 
 @dataclass(frozen=True)
@@ -218,17 +234,7 @@ def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
     """Validate a plan document (schema, then cross-references) and return its typed view."""
     check_format(doc, PLAN_FORMAT, where)
     _json.validate(doc, "bundle_plan.schema.json", where)
-    known = {
-        "format",
-        "version",
-        "source",
-        "device_profile",
-        "signature_key",
-        "inputs",
-        "outputs",
-        "partitions",
-        "predicted",
-    }
+    known = RESERVED_PLAN_KEYS | {"predicted"}
     src = doc["source"]
     plan = Plan(
         source_name=src["name"],

@@ -28,6 +28,7 @@ from edgepart.bundle.format import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
     EXECUTOR_KINDS,
+    RESERVED_PLAN_KEYS,
     Bundle,
     ExecutorSpec,
     PartitionEntry,
@@ -44,18 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RESERVED_PLAN_KEYS", "PartitionSpec", "build_bundle", "write_bundle"]
 
-RESERVED_PLAN_KEYS = frozenset(
-    {
-        "format",
-        "version",
-        "source",
-        "device_profile",
-        "signature_key",
-        "inputs",
-        "outputs",
-        "partitions",
-    }
-)
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "METADATA_KEY",
     "might_have_side_effect",
     "model_control_edges",
+    "ops_touching",
     "parse_control_dependencies",
 ]
 
@@ -76,15 +77,34 @@ def model_control_edges(model: Model) -> list[list[tuple[int, int]]] | None:
     return edges if len(edges) == len(model.subgraphs) else None
 
 
-def might_have_side_effect(sg: Subgraph) -> np.ndarray:
-    """Per op: a resource-typed input or output, or an IF / WHILE / CALL_ONCE op."""
-    res = sg.tensor_dtype == int(DType.RESOURCE)
-    flags = np.isin(sg.op_builtin, list(_SIDE_EFFECT_OPS))
+def ops_touching(sg: Subgraph, mask: np.ndarray) -> np.ndarray:
+    """Per op: some input or output tensor is in ``mask`` (omitted optional inputs never are).
+
+    Parameters
+    ----------
+    sg : Subgraph
+        The subgraph whose ops are tested.
+    mask : numpy.ndarray
+        Boolean per tensor of ``sg``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean per op.
+    """
+    out = np.zeros(sg.num_ops, dtype=bool)
     for csr in (sg.op_inputs, sg.op_outputs):
         t = csr.idx.astype(np.int64)
         ok = t >= 0
         hit = np.zeros(len(t), dtype=bool)
-        hit[ok] = res[t[ok]]
+        hit[ok] = mask[t[ok]]
         if hit.any():
-            flags[np.unique(csr.row_ids()[hit])] = True
+            out[np.unique(csr.row_ids()[hit])] = True
+    return out
+
+
+def might_have_side_effect(sg: Subgraph) -> np.ndarray:
+    """Per op: a resource-typed input or output, or an IF / WHILE / CALL_ONCE op."""
+    flags = np.isin(sg.op_builtin, list(_SIDE_EFFECT_OPS))
+    flags |= ops_touching(sg, sg.tensor_dtype == int(DType.RESOURCE))
     return flags

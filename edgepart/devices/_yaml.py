@@ -11,13 +11,14 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from edgepart.errors import ProfileError
 
-__all__ = ["Loc", "load_yaml"]
+__all__ = ["Loc", "check_header", "load_yaml", "resolve_yaml", "yaml_names"]
 
 
 def load_yaml(path: str | os.PathLike[str]) -> Any:
@@ -40,6 +41,42 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
         raise ProfileError(f"{p}: YAML syntax error at {where}: {err.problem}") from None
     except yaml.YAMLError as err:
         raise ProfileError(f"{p}: YAML error: {str(err).splitlines()[0]}") from None
+
+
+def yaml_names(directory: Path) -> list[str]:
+    """Stems of the ``*.yaml`` files in ``directory``, sorted (none if it does not exist)."""
+    return sorted(p.stem for p in directory.glob("*.yaml")) if directory.is_dir() else []
+
+
+def resolve_yaml(
+    name_or_path: str | os.PathLike[str], directory: Path, what: str, kind: str
+) -> tuple[str, float]:
+    """The absolute path and modification time of a shipped file by name or any YAML by path.
+
+    A value with a path separator or a ``.yaml``/``.yml`` suffix is a path; anything else names
+    a file in ``directory``. The time lets callers cache parses yet re-read an edited file.
+
+    Raises
+    ------
+    ProfileError
+        Unknown name (``unknown {what} ...; shipped {kind}s: ...``) or no such file.
+    """
+    s = os.fspath(name_or_path)
+    if os.sep in s or "/" in s or s.endswith((".yaml", ".yml")):
+        path = str(Path(s).resolve())
+    else:
+        names = yaml_names(directory)
+        if s not in names:
+            raise ProfileError(
+                f"unknown {what} {s!r}; shipped {kind}s: {', '.join(names)} "
+                f"(or give a path to a {kind} .yaml file)"
+            )
+        path = str(directory / f"{s}.yaml")
+    try:
+        mtime = os.stat(path).st_mtime
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: no such file") from None
+    return path, mtime
 
 
 def _show(v: Any) -> str:
@@ -150,3 +187,14 @@ class Loc:
             dup = next(x for x in out if out.count(x) > 1)
             raise self.error(f"{_show(dup)} is listed twice")
         return tuple(out)
+
+
+def check_header(d: Mapping[str, Any], loc: Loc, schema: str) -> str:
+    """Check the document's ``schema`` tag and that its ``name`` is the file's; return the name."""
+    if d["schema"] != schema:
+        raise (loc / "schema").error(f"{d['schema']!r} is not allowed; allowed: {schema}")
+    name = (loc / "name").string(d["name"])
+    stem = Path(loc.file).stem
+    if name != stem:
+        raise (loc / "name").error(f"{name!r} must match the file name {stem!r}")
+    return name

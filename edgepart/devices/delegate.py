@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from edgepart._data import shipped_dir
-from edgepart.devices._yaml import Loc, load_yaml
+from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml, yaml_names
 from edgepart.devices.capability import BoundPredicate, bind_predicate
 from edgepart.devices.roles import ROLES
-from edgepart.errors import ProfileError
 from edgepart.ir.dtypes import DType
 from edgepart.tflite import opnames
 
@@ -106,8 +105,7 @@ def delegate_dir() -> Path:
 
 def delegate_names() -> list[str]:
     """Names of the shipped delegate files."""
-    d = delegate_dir()
-    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+    return yaml_names(delegate_dir())
 
 
 def load_delegate(name_or_path: str | os.PathLike[str]) -> DelegateSpec:
@@ -118,29 +116,12 @@ def load_delegate(name_or_path: str | os.PathLike[str]) -> DelegateSpec:
     ProfileError
         Unknown name (listing the shipped ones), or any invalid field (file and key path).
     """
-    s = os.fspath(name_or_path)
-    if os.sep in s or "/" in s or s.endswith((".yaml", ".yml")):
-        return _load_path(str(Path(s).resolve()))
-    names = delegate_names()
-    if s not in names:
-        raise ProfileError(
-            f"unknown delegate {s!r}; shipped delegates: {', '.join(names)} "
-            "(or give a path to a delegate .yaml file)"
-        )
-    return _load_path(str(delegate_dir() / f"{s}.yaml"))
+    return _load_cached(*resolve_yaml(name_or_path, delegate_dir(), "delegate", "delegate"))
 
 
 @functools.lru_cache(maxsize=64)
 def _load_cached(path: str, mtime: float) -> DelegateSpec:
     return _parse(load_yaml(path), Loc(path))
-
-
-def _load_path(path: str) -> DelegateSpec:
-    try:
-        mtime = os.stat(path).st_mtime
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such file") from None
-    return _load_cached(path, mtime)
 
 
 def _parse(doc: Any, loc: Loc) -> DelegateSpec:
@@ -150,12 +131,7 @@ def _parse(doc: Any, loc: Loc) -> DelegateSpec:
         ("schema", "name", "title", "target", "source", "claiming", "ops"),
         ("kernel_name", "runtime", "reasons", "checks", "context", "defaults", "custom_ops"),
     )
-    if d["schema"] != SCHEMA:
-        raise (loc / "schema").error(f"{d['schema']!r} is not allowed; allowed: {SCHEMA}")
-    name = (loc / "name").string(d["name"])
-    stem = Path(loc.file).stem
-    if name != stem:
-        raise (loc / "name").error(f"{name!r} must match the file name {stem!r}")
+    name = check_header(d, loc, SCHEMA)
     policy = _policy(d["claiming"], loc / "claiming")
     reasons = dict(_DEFAULT_REASONS)
     if "reasons" in d:

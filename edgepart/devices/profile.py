@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from edgepart._data import shipped_dir
-from edgepart.devices._yaml import Loc, load_yaml
+from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml, yaml_names
 from edgepart.devices.delegate import delegate_names
 from edgepart.errors import ProfileError
 
@@ -123,8 +123,7 @@ def profile_dir() -> Path:
 
 
 def profile_names() -> list[str]:
-    d = profile_dir()
-    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+    return yaml_names(profile_dir())
 
 
 def load_profile(name_or_path: str | os.PathLike[str]) -> DeviceProfile:
@@ -135,22 +134,7 @@ def load_profile(name_or_path: str | os.PathLike[str]) -> DeviceProfile:
     ProfileError
         Unknown name (listing the shipped ones), or any invalid field (file and key path).
     """
-    s = os.fspath(name_or_path)
-    if os.sep in s or "/" in s or s.endswith((".yaml", ".yml")):
-        path = str(Path(s).resolve())
-    else:
-        names = profile_names()
-        if s not in names:
-            raise ProfileError(
-                f"unknown device profile {s!r}; shipped profiles: "
-                f"{', '.join(names)} (or give a path to a profile .yaml file)"
-            )
-        path = str(profile_dir() / f"{s}.yaml")
-    try:
-        mtime = os.stat(path).st_mtime
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such file") from None
-    return _load_cached(path, mtime)
+    return _load_cached(*resolve_yaml(name_or_path, profile_dir(), "device profile", "profile"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -178,12 +162,7 @@ def _parse(doc: Any, loc: Loc) -> DeviceProfile:
         ("schema", "name", "title", "soc", "source", "memory_domains", "processors"),
         ("links", "default_delegates", "context"),
     )
-    if d["schema"] != SCHEMA:
-        raise (loc / "schema").error(f"{d['schema']!r} is not allowed; allowed: {SCHEMA}")
-    name = (loc / "name").string(d["name"])
-    stem = Path(loc.file).stem
-    if name != stem:
-        raise (loc / "name").error(f"{name!r} must match the file name {stem!r}")
+    name = check_header(d, loc, SCHEMA)
     domains: dict[str, MemoryDomain] = {}
     ml = loc / "memory_domains"
     for dn, body in ml.mapping(d["memory_domains"]).items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 
 import numpy as np
@@ -65,34 +64,8 @@ def prefix_bound(
     and an unplaced node ``w`` cannot finish before a placed predecessor's partition ends plus
     (on another processor) the transfer and a dispatch.
     """
-    deg = c.indeg.copy()
-    succs, uproc, lat = c.succs, c.uproc, c.lat
-    heaps: dict[int, list[int]] = {}
-    for v in range(k):
-        if deg[v] == 0:
-            heaps.setdefault(units[v], []).append(v)
-    part_of = [-1] * k
-    part_unit: list[int] = []
-    while heaps:
-        best, top = -1, k
-        for t, h in heaps.items():
-            if h[0] < top:
-                best, top = t, h[0]
-        pid = len(part_unit)
-        part_unit.append(best)
-        stack = heaps.pop(best)
-        while stack:
-            v = stack.pop()
-            part_of[v] = pid
-            for w in succs[v]:
-                deg[w] -= 1
-                if w < k and deg[w] == 0:
-                    if units[w] == best:
-                        stack.append(w)
-                    elif units[w] in heaps:
-                        heapq.heappush(heaps[units[w]], w)
-                    else:
-                        heaps[units[w]] = [w]
+    uproc, lat = c.uproc, c.lat
+    part_of, part_unit = _core.epochs(c, units[:k])
     nq = len(part_unit)
     dur = [0.0] * nq
     for v in range(k):
@@ -127,6 +100,28 @@ def prefix_bound(
         o = o_out[v][uproc[units[v]]]
         if o > 0.0 and end[part_of[v]] + o > lb:
             lb = end[part_of[v]] + o
+    fin = [end[q] for q in part_of]
+    return frontier_bound(lb, frontier, units, fin, uproc, tail, a_in, xfer, pdom, disp)
+
+
+def frontier_bound(
+    lb: float,
+    frontier: list[tuple[int, list[int]]],
+    units: list[int],
+    fin: list[float],
+    uproc: list[int],
+    tail: list[list[float]],
+    a_in: list[list[float]],
+    xfer: dict[tuple[int, int], np.ndarray],
+    pdom: list[int],
+    disp: list[float],
+) -> float:
+    """``lb`` raised to the finish bound of every unplaced node ``w`` with placed predecessors.
+
+    ``w`` on processor ``q`` cannot start before its input arrival plus dispatch, nor before a
+    placed predecessor ``u`` finishes (``fin[u]``, a lower bound) plus, on another processor, the
+    transfer and a dispatch; it then needs at least ``tail[w][q]``.
+    """
     for w, pl in frontier:
         bw = math.inf
         for q, tq in enumerate(tail[w]):
@@ -135,8 +130,7 @@ def prefix_bound(
             st = disp[q] + a_in[w][q]
             for u in pl:
                 pu = uproc[units[u]]
-                e = end[part_of[u]]
-                a = e if pu == q else e + xfer[(u, w)][pdom[pu], pdom[q]] + disp[q]
+                a = fin[u] if pu == q else fin[u] + xfer[(u, w)][pdom[pu], pdom[q]] + disp[q]
                 if a > st:
                     st = a
             if st + tq < bw:

@@ -70,18 +70,23 @@ def compiled(g: CostGraph) -> Compiled:
 
 
 def epochs(c: Compiled, typ: list[int]) -> tuple[list[int], list[int]]:
-    """Greedy epoch decomposition, one node type per distinct value of ``typ``."""
+    """Greedy epoch decomposition, one node type per distinct value of ``typ``.
+
+    ``typ`` may cover only a prefix ``0..k-1`` of the execution order (``k = len(typ)``): the
+    epochs of that prefix alone, as the exact solver's prefix bound needs them.
+    """
+    k = len(typ)
     deg = c.indeg.copy()
     succs = c.succs
     heaps: dict[int, list[int]] = {}
-    for v, d in enumerate(deg):
-        if d == 0:
+    for v in range(k):
+        if deg[v] == 0:
             heaps.setdefault(typ[v], []).append(v)  # ascending v: already a heap
-    part_of = [-1] * len(typ)
+    part_of = [-1] * k
     part_unit: list[int] = []
     push = heapq.heappush
     while heaps:
-        best, top = -1, len(typ)
+        best, top = -1, k
         for t, h in heaps.items():
             if h[0] < top:
                 best, top = t, h[0]
@@ -94,7 +99,7 @@ def epochs(c: Compiled, typ: list[int]) -> tuple[list[int], list[int]]:
             for w in succs[v]:
                 d = deg[w] - 1
                 deg[w] = d
-                if d == 0:
+                if d == 0 and w < k:
                     tw = typ[w]
                     if tw == best:
                         stack.append(w)

@@ -27,8 +27,17 @@ from edgepart.ir.graph import Subgraph
 from edgepart.partition.arena import ArenaPartition, global_arena
 from edgepart.partition.from_model import ModelProblem
 from edgepart.partition.model_baseline import DefaultPlacement
-from edgepart.partition.plan import PLAN_VERSION, _f
-from edgepart.partition.schedule import Evaluation, objective_key
+from edgepart.partition.plan import (
+    PLAN_VERSION,
+    _eval_summary,
+    _f,
+    _memory_rows,
+    _processor_rows,
+    _solver_doc,
+    _speedup,
+    _transfer_rows,
+)
+from edgepart.partition.schedule import Evaluation
 from edgepart.partition.solve import Solution
 
 if TYPE_CHECKING:
@@ -185,17 +194,6 @@ def cpu_forced(problem: ModelProblem, ev: Evaluation) -> list[dict[str, Any]]:
     ]
 
 
-def _summary(ev: Evaluation) -> dict[str, Any]:
-    return {
-        "latency_s": _f(ev.latency_s),
-        "period_s": _f(ev.period_s),
-        "serial_latency_s": _f(ev.serial_latency_s),
-        "partitions": ev.num_partitions,
-        "feasible": ev.feasible,
-        "violations": list(ev.violations),
-    }
-
-
 def plan_extra(
     problem: ModelProblem,
     sol: Solution,
@@ -206,58 +204,15 @@ def plan_extra(
     g, ev, prof, fz = problem.graph, sol.evaluation, problem.profile, problem.fusion
     o = sol.options
     pid = {p.index: p.id for p in parts}
-    xfers = []
-    for i in range(len(ev.xfer_tensor)):
-        t = int(ev.xfer_tensor[i])
-        sp = int(ev.xfer_src_part[i])
-        xfers.append(
-            {
-                "tensor": int(problem.tensor_index[t]),
-                "bytes": int(g.tensor_bytes[t]),
-                "from_partition": pid[sp] if sp >= 0 else None,
-                "from_domain": g.domain_names[int(ev.xfer_src_dom[i])],
-                "to_domain": g.domain_names[int(ev.xfer_dst_dom[i])],
-                "start_s": _f(float(ev.xfer_start[i])),
-                "end_s": _f(float(ev.xfer_end[i])),
-            }
-        )
-    counts = np.bincount(ev.part_unit, minlength=g.num_units)
-    mem = []
-    for u in range(g.num_units):
-        cap = g.proc_memory[g.unit_proc[u]]
-        w, a = int(ev.unit_weight_bytes[u]), int(ev.unit_arena_bytes[u])
-        mem.append(
-            {
-                "unit": g.unit_name(u),
-                "weight_bytes": w,
-                "arena_estimate_bytes": a,
-                "total_bytes": w + a,
-                "capacity_bytes": int(cap) if math.isfinite(cap) else None,
-                "partitions": int(counts[u]),
-                "load_s": _f(float(ev.unit_load[u])),
-            }
-        )
     b = sol.baseline
-    speedup = None
-    if b is not None:
-        k_b = objective_key(b.evaluation, o.objective)[0]
-        k_p = objective_key(ev, o.objective)[0]
-        speedup = _f(k_b / k_p) if k_p > 0 else None
-    solver: dict[str, Any] = {
-        "method": sol.method,
-        "chosen": sol.chosen,
-        "optimal": sol.optimal,
-        "seed": o.seed,
-        "effort": o.effort,
-    }
+    how: dict[str, Any] = {}
     if sol.method == "exact":
-        solver["time_limit_s"] = o.time_limit
+        how["time_limit_s"] = o.time_limit
     if sol.method == "edge-cut":
-        solver["edge_cut"] = {"k": o.edge_cut_k, "method": o.edge_cut_method}
-    solver.update({k: v for k, v in sol.info.items() if k != "seconds"})
+        how["edge_cut"] = {"k": o.edge_cut_k, "method": o.edge_cut_method}
     base_doc = None
     if b is not None:
-        base_doc = {"name": b.name, **_summary(b.evaluation)}
+        base_doc = {"name": b.name, **_eval_summary(b.evaluation)}
         if default is not None and b.name == default.baseline.name:
             base_doc["delegates"] = list(default.delegates)
             base_doc["split_nodes"] = default.split_nodes
@@ -277,20 +232,16 @@ def plan_extra(
         "partitioner": {
             "version": PLAN_VERSION,
             "objective": o.objective,
-            "solver": solver,
+            "solver": _solver_doc(sol, how),
             "processors": [
                 {
-                    "name": g.proc_names[p],
-                    "kind": g.proc_kinds[p],
+                    **row,
                     "delegate": prof.processors[p].delegate,
-                    "units": int(g.proc_units[p]),
-                    "memory_domain": g.domain_names[int(g.proc_domain[p])],
                     "memory_bytes": int(g.proc_memory[p])
                     if math.isfinite(g.proc_memory[p])
                     else None,
-                    "dispatch_s": _f(float(g.proc_dispatch[p])),
                 }
-                for p in range(g.num_procs)
+                for p, row in enumerate(_processor_rows(g))
             ],
             "cost_graph": {
                 "ops": fz.num_ops,
@@ -303,11 +254,13 @@ def plan_extra(
             },
             "cost_sources": sources,
         },
-        "transfers": xfers,
-        "memory": mem,
+        "transfers": _transfer_rows(
+            g, ev, lambda t: int(problem.tensor_index[t]), lambda q: pid[q]
+        ),
+        "memory": _memory_rows(g, ev, "arena_estimate_bytes"),
         "baseline": base_doc,
-        "baselines": [{"name": x.name, **_summary(x.evaluation)} for x in sol.baselines],
-        "speedup_over_baseline": speedup,
+        "baselines": [{"name": x.name, **_eval_summary(x.evaluation)} for x in sol.baselines],
+        "speedup_over_baseline": _speedup(sol),
         "cpu_forced": cpu_forced(problem, ev),
     }
 

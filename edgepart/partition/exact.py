@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgepart.partition import _core
-from edgepart.partition._bounds import edge_xfer, io_costs, prefix_bound
+from edgepart.partition._bounds import edge_xfer, frontier_bound, io_costs, prefix_bound
 from edgepart.partition.constraints import admissible, group_members
 from edgepart.partition.costgraph import CostGraph
 from edgepart.partition.schedule import Evaluation, evaluate, objective_key, score
@@ -166,23 +166,7 @@ def solve_exact(
         lb = max(load)
         if throughput:
             return max(lb, (work + rest_work[k]) / total_units)
-        for w, pl in frontier[k]:
-            bw = math.inf
-            for q in range(npr):
-                tq = tail_l[w][q]
-                if tq == math.inf:
-                    continue
-                s = disp[q] + a_in_l[w][q]
-                for u in pl:
-                    pu = uproc[unit[u]]
-                    a = fin[u] if pu == q else fin[u] + xfer[u, w][dom[pu], dom[q]] + disp[q]
-                    if a > s:
-                        s = a
-                if s + tq < bw:
-                    bw = s + tq
-            if bw > lb:
-                lb = bw
-        return lb
+        return frontier_bound(lb, frontier[k], unit, fin, uproc, tail_l, a_in_l, xfer, dom, disp)
 
     def rec(k: int, work: float, lb_fin: float) -> None:
         nonlocal best_units, best_ev, best_key

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,90 @@ def _eval_summary(ev: Evaluation) -> dict[str, Any]:
     }
 
 
+def _transfer_rows(
+    g: CostGraph,
+    ev: Evaluation,
+    tensor: Callable[[int], Any],
+    partition: Callable[[int], Any],
+) -> list[dict[str, Any]]:
+    """One row per transfer of ``ev``; ``tensor`` and ``partition`` name a cost-graph tensor and a
+    source partition (the source is None for model inputs)."""
+    rows = []
+    for i in range(len(ev.xfer_tensor)):
+        t = int(ev.xfer_tensor[i])
+        sp = int(ev.xfer_src_part[i])
+        rows.append(
+            {
+                "tensor": tensor(t),
+                "bytes": int(g.tensor_bytes[t]),
+                "from_partition": None if sp < 0 else partition(sp),
+                "from_domain": g.domain_names[int(ev.xfer_src_dom[i])],
+                "to_domain": g.domain_names[int(ev.xfer_dst_dom[i])],
+                "start_s": _f(float(ev.xfer_start[i])),
+                "end_s": _f(float(ev.xfer_end[i])),
+            }
+        )
+    return rows
+
+
+def _memory_rows(g: CostGraph, ev: Evaluation, arena_key: str) -> list[dict[str, Any]]:
+    """One row per unit: weights, the arena (under ``arena_key``), capacity, partitions, load."""
+    counts = np.bincount(ev.part_unit, minlength=g.num_units)
+    rows = []
+    for u in range(g.num_units):
+        cap = g.proc_memory[g.unit_proc[u]]
+        w, a = int(ev.unit_weight_bytes[u]), int(ev.unit_arena_bytes[u])
+        rows.append(
+            {
+                "unit": g.unit_name(u),
+                "weight_bytes": w,
+                arena_key: a,
+                "total_bytes": w + a,
+                "capacity_bytes": int(cap) if math.isfinite(cap) else None,
+                "partitions": int(counts[u]),
+                "load_s": _f(float(ev.unit_load[u])),
+            }
+        )
+    return rows
+
+
+def _speedup(sol: Solution) -> float | None:
+    """The baseline's objective over the solution's (None without a baseline or for a zero)."""
+    if sol.baseline is None:
+        return None
+    k_b = objective_key(sol.baseline.evaluation, sol.options.objective)[0]
+    k_p = objective_key(sol.evaluation, sol.options.objective)[0]
+    return _f(k_b / k_p) if k_p > 0 else None
+
+
+def _solver_doc(sol: Solution, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Method, choice, optimality, seed and effort, then ``extra``, then the solver's info."""
+    solver: dict[str, Any] = {
+        "method": sol.method,
+        "chosen": sol.chosen,
+        "optimal": sol.optimal,
+        "seed": sol.options.seed,
+        "effort": sol.options.effort,
+        **(extra or {}),
+    }
+    solver.update({k: v for k, v in sol.info.items() if k != "seconds"})
+    return solver
+
+
+def _processor_rows(g: CostGraph) -> list[dict[str, Any]]:
+    """One row per processor: name, kind, units, memory domain, dispatch overhead."""
+    return [
+        {
+            "name": g.proc_names[p],
+            "kind": g.proc_kinds[p],
+            "units": int(g.proc_units[p]),
+            "memory_domain": g.domain_names[int(g.proc_domain[p])],
+            "dispatch_s": _f(float(g.proc_dispatch[p])),
+        }
+        for p in range(g.num_procs)
+    ]
+
+
 def plan_to_dict(sol: Solution, source: dict[str, Any] | None = None) -> dict[str, Any]:
     """The plan document as plain JSON values (see the module docstring)."""
     g, ev = sol.graph, sol.evaluation
@@ -86,77 +171,25 @@ def plan_to_dict(sol: Solution, source: dict[str, Any] | None = None) -> dict[st
                 "compute_s": _f(float(ev.part_duration[q] - g.proc_dispatch[p])),
             }
         )
-    xfers = []
-    for i in range(len(ev.xfer_tensor)):
-        t = int(ev.xfer_tensor[i])
-        xfers.append(
-            {
-                "tensor": g.tensor_name(t),
-                "bytes": int(g.tensor_bytes[t]),
-                "from_partition": None if ev.xfer_src_part[i] < 0 else int(ev.xfer_src_part[i]),
-                "from_domain": g.domain_names[int(ev.xfer_src_dom[i])],
-                "to_domain": g.domain_names[int(ev.xfer_dst_dom[i])],
-                "start_s": _f(float(ev.xfer_start[i])),
-                "end_s": _f(float(ev.xfer_end[i])),
-            }
-        )
-    mem = []
-    counts = np.bincount(ev.part_unit, minlength=g.num_units)
-    for u in range(g.num_units):
-        cap = g.proc_memory[g.unit_proc[u]]
-        w, a = int(ev.unit_weight_bytes[u]), int(ev.unit_arena_bytes[u])
-        mem.append(
-            {
-                "unit": g.unit_name(u),
-                "weight_bytes": w,
-                "arena_bytes": a,
-                "total_bytes": w + a,
-                "capacity_bytes": int(cap) if math.isfinite(cap) else None,
-                "partitions": int(counts[u]),
-                "load_s": _f(float(ev.unit_load[u])),
-            }
-        )
     b = sol.baseline
-    speedup = None
-    if b is not None:
-        k_b = objective_key(b.evaluation, sol.options.objective)[0]
-        k_p = objective_key(ev, sol.options.objective)[0]
-        speedup = _f(k_b / k_p) if k_p > 0 else None
-    solver: dict[str, Any] = {
-        "method": sol.method,
-        "chosen": sol.chosen,
-        "optimal": sol.optimal,
-        "seed": sol.options.seed,
-        "effort": sol.options.effort,
-    }
-    solver.update({k: v for k, v in sol.info.items() if k != "seconds"})
     return {
         "format": PLAN_FORMAT,
         "version": PLAN_VERSION,
         "source": dict(source or {"kind": "costgraph", "name": g.name}),
         "objective": sol.options.objective,
-        "solver": solver,
-        "processors": [
-            {
-                "name": g.proc_names[p],
-                "kind": g.proc_kinds[p],
-                "units": int(g.proc_units[p]),
-                "memory_domain": g.domain_names[int(g.proc_domain[p])],
-                "dispatch_s": _f(float(g.proc_dispatch[p])),
-            }
-            for p in range(g.num_procs)
-        ],
+        "solver": _solver_doc(sol),
+        "processors": _processor_rows(g),
         "partitions": parts,
-        "transfers": xfers,
+        "transfers": _transfer_rows(g, ev, g.tensor_name, int),
         "predicted": {
             **_eval_summary(ev),
             "throughput_per_s": _f(1.0 / ev.period_s) if ev.period_s > 0 else None,
             "transferred_bytes": int(g.tensor_bytes[ev.xfer_tensor].sum()),
         },
-        "memory": mem,
+        "memory": _memory_rows(g, ev, "arena_bytes"),
         "baseline": None if b is None else {"name": b.name, **_eval_summary(b.evaluation)},
         "baselines": [{"name": x.name, **_eval_summary(x.evaluation)} for x in sol.baselines],
-        "speedup_over_baseline": speedup,
+        "speedup_over_baseline": _speedup(sol),
     }
 
 

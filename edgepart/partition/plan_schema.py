@@ -12,18 +12,12 @@ Errors are :class:`~edgepart.errors.PlanError`, one line with the JSON path.
 from __future__ import annotations
 
 import functools
-import json
-from importlib import resources
 from typing import Any
 
+from edgepart.bundle._json import schema_doc, schema_error
 from edgepart.errors import PlanError
 
 __all__ = ["validate_bundle_plan", "validate_costgraph_plan"]
-
-
-def _load(name: str) -> Any:
-    text = resources.files("edgepart").joinpath("schemas").joinpath(name).read_text("utf-8")
-    return json.loads(text)
 
 
 @functools.cache
@@ -33,23 +27,15 @@ def _validator(name: str) -> Any:
 
     registry: Registry[Any] = Registry()
     for dep in ("bundle_plan.schema.json", "plan.schema.json", "plan_costgraph.schema.json"):
-        doc = _load(dep)
+        doc = schema_doc(dep)
         registry = registry.with_resource(doc["$id"], Resource.from_contents(doc))
-    return jsonschema.Draft202012Validator(_load(name), registry=registry)
+    return jsonschema.Draft202012Validator(schema_doc(name), registry=registry)
 
 
 def _validate(doc: Any, schema: str, where: str) -> None:
-    import jsonschema
-
-    errors = list(_validator(schema).iter_errors(doc))
-    if not errors:
-        return
-    err = jsonschema.exceptions.best_match(errors)
-    while err.context:
-        err = jsonschema.exceptions.best_match(err.context)
-    path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
-    msg = err.message if len(err.message) <= 160 else err.message[:157] + "..."
-    raise PlanError(f"{where}: {path}: {msg} (schema {schema})")
+    msg = schema_error(_validator(schema), doc, schema, where)
+    if msg is not None:
+        raise PlanError(msg)
 
 
 def validate_bundle_plan(doc: Any, where: str = "plan.json") -> None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgepart.claim.control import ops_touching
 from edgepart.claim.helpers import _SHAPE_INPUTS, fp16_dequant_map, xnnpack_nodes_to_delegate
 from edgepart.claim.support import evaluate_support
 from edgepart.devices.delegate import DelegateSpec, load_delegate
@@ -98,19 +99,6 @@ def dynamic_tensors(sg: Subgraph) -> np.ndarray:
     return dyn
 
 
-def _touches(sg: Subgraph, mask: np.ndarray) -> np.ndarray:
-    """Per op: some input or output tensor is in ``mask``."""
-    out = np.zeros(sg.num_ops, dtype=bool)
-    for csr in (sg.op_inputs, sg.op_outputs):
-        t = csr.idx.astype(np.int64)
-        ok = t >= 0
-        hit = np.zeros(len(t), dtype=bool)
-        hit[ok] = mask[t[ok]]
-        if hit.any():
-            out[np.unique(csr.row_ids()[hit])] = True
-    return out
-
-
 def delegate_support(
     sg: Subgraph, spec: DelegateSpec, context: Mapping[str, object] | None = None
 ) -> tuple[np.ndarray, dict[int, str], dict[int, str]]:
@@ -141,7 +129,7 @@ def delegate_support(
     if not spec.policy.allow_dynamic_tensors:
         dyn = dynamic_tensors(sg)
         if dyn.any():
-            bad = np.flatnonzero(_touches(sg, dyn) & sup)
+            bad = np.flatnonzero(ops_touching(sg, dyn) & sup)
             first = int(np.flatnonzero(dyn)[0])
             for op in bad.tolist():
                 sup[op] = False

@@ -593,21 +593,22 @@ def _sync_stat_v2(emulator: AdbEmulator, stream: _Stream, path: str, follow: boo
     if isinstance(st, int):
         stream.write(_STAT_V2.pack(tag, st, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
         return
-    stream.write(
-        _STAT_V2.pack(
-            tag,
-            0,
-            st.st_dev,
-            st.st_ino,
-            st.st_mode,
-            st.st_nlink,
-            st.st_uid,
-            st.st_gid,
-            st.st_size,
-            int(st.st_atime),
-            int(st.st_mtime),
-            int(st.st_ctime),
-        )
+    stream.write(_STAT_V2.pack(tag, 0, *_stat_v2_fields(st)))
+
+
+def _stat_v2_fields(st: os.stat_result) -> tuple[int, ...]:
+    """``dev`` to ``ctime`` of a v2 stat or directory entry, as adbd sends them."""
+    return (
+        st.st_dev,
+        st.st_ino,
+        st.st_mode,
+        st.st_nlink,
+        st.st_uid,
+        st.st_gid,
+        st.st_size,
+        int(st.st_atime),
+        int(st.st_mtime),
+        int(st.st_ctime),
     )
 
 
@@ -625,21 +626,7 @@ def _sync_list(emulator: AdbEmulator, stream: _Stream, path: str, v2: bool) -> N
             continue
         assert st is not None
         if v2:
-            out += _DENT_V2.pack(
-                b"DNT2",
-                0,
-                st.st_dev,
-                st.st_ino,
-                st.st_mode,
-                st.st_nlink,
-                st.st_uid,
-                st.st_gid,
-                st.st_size,
-                int(st.st_atime),
-                int(st.st_mtime),
-                int(st.st_ctime),
-                len(encoded),
-            )
+            out += _DENT_V2.pack(b"DNT2", 0, *_stat_v2_fields(st), len(encoded))
         else:
             out += _DENT_V1.pack(
                 b"DENT", st.st_mode, st.st_size & 0xFFFFFFFF, int(st.st_mtime), len(encoded)

@@ -24,6 +24,8 @@ from edgepart.tflite.writer import write_model
 FAKE = Path(__file__).with_name("fake_benchmark_model.py").resolve()
 XNNPACK_GROUPS = [[0, 1, 2], [4, 5, 6]]
 NUM_OPS = 7
+RUNS = ("--runs", "5", "--warmup", "1")
+"""Short runs: five timed after one warm-up."""
 
 
 def build_model(path: Path) -> Path:
@@ -85,6 +87,11 @@ def alien_binary(path: Path) -> Path:
         'if [ "$1" = --help ]; then exec "$PY" "$FAKE" --help; fi\n'
         'echo \'benchmark v9: {"latency": {"p50_ms": 1.25}}\'',
     )
+
+
+def adb_args(command: str, target: Path, *extra: str, binary: Path = FAKE) -> list[str]:
+    """The arguments of ``edgepart COMMAND TARGET --adb --benchmark-binary BINARY EXTRA...``."""
+    return [command, str(target), "--adb", "--benchmark-binary", str(binary), *extra]
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

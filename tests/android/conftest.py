@@ -20,6 +20,7 @@ from adb_fixtures import (
     emulated_device,
     private_adb_server,
 )
+from bench_helpers import build_model
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +37,19 @@ def emu(adb_server: AdbServerHandle, tmp_path: Path) -> Iterator[EmulatedDevice]
         yield device
         leaked = device.wait_no_processes()
         assert not leaked, f"device commands still running after the test: {leaked}"
+
+
+@pytest.fixture
+def env(emu: EmulatedDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EmulatedDevice:
+    """``emu`` as the one device the CLI finds: its server in the environment, no serial set,
+    run records under ``tmp_path``."""
+    monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
+    monkeypatch.delenv("ANDROID_SERIAL", raising=False)
+    monkeypatch.setenv("EDGEPART_RUNS_DIR", str(tmp_path / "runs"))
+    return emu
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bench``/``profile`` test model of ``bench_helpers.build_model``, once per module."""
+    return build_model(tmp_path_factory.mktemp("model") / "tiny.tflite")

@@ -9,8 +9,9 @@ import pytest
 from adb_fixtures import EmulatedDevice, emulated_device
 from bench_helpers import (
     FAKE,
+    RUNS,
+    adb_args,
     alien_binary,
-    build_model,
     cli,
     cli_json,
     old_binary,
@@ -22,27 +23,12 @@ from edgepart.android.bench import bench_model
 from edgepart.android.bm_flags import parse_delegate
 from edgepart.android.jobs import BinarySpec, RunSettings
 
-RUNS = ("--runs", "5", "--warmup", "1")
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_model(tmp_path_factory.mktemp("bench") / "tiny.tflite")
-
-
-@pytest.fixture
-def env(emu: EmulatedDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EmulatedDevice:
-    monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
-    monkeypatch.delenv("ANDROID_SERIAL", raising=False)
-    monkeypatch.setenv("EDGEPART_RUNS_DIR", str(tmp_path / "runs"))
-    return emu
-
 
 def test_delegates_side_by_side(
     env: EmulatedDevice, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     res = tmp_path / "res"
-    args = ["bench", str(model), "--adb", "--benchmark-binary", str(FAKE), *RUNS]
+    args = adb_args("bench", model, *RUNS)
     for d in ("cpu", "xnnpack", "gpu", "nnapi", "hexagon"):
         args += ["--delegate", d]
     status, report, err = cli_json(capsys, *args, "--resume", str(res))
@@ -122,21 +108,8 @@ def test_older_output_format(
     env: EmulatedDevice, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     binary = old_binary(tmp_path / "old_benchmark_model")
-    status, report, err = cli_json(
-        capsys,
-        "bench",
-        str(model),
-        "--adb",
-        "--benchmark-binary",
-        str(binary),
-        *RUNS,
-        "--delegate",
-        "xnnpack",
-        "--threads",
-        "2",
-        "--cpu-mask",
-        "0x1",
-    )
+    extra = ("--delegate", "xnnpack", "--threads", "2", "--cpu-mask", "0x1")
+    status, report, err = cli_json(capsys, *adb_args("bench", model, *RUNS, *extra, binary=binary))
     assert status == 0, err
     (run,) = report["devices"][0]["runs"]
     assert run["status"] == "ok"
@@ -152,16 +125,7 @@ def test_unrecognised_newer_output_is_a_clear_failure(
     binary = alien_binary(tmp_path / "new_benchmark_model")
     res = tmp_path / "res"
     status, out, err = cli(
-        capsys,
-        "bench",
-        str(model),
-        "--adb",
-        "--benchmark-binary",
-        str(binary),
-        "--delegate",
-        "cpu",
-        "--resume",
-        str(res),
+        capsys, *adb_args("bench", model, "--delegate", "cpu", "--resume", str(res), binary=binary)
     )
     assert status == 2
     line = one_error_line(err)

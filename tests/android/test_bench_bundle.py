@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 from adb_fixtures import EmulatedDevice
-from bench_helpers import FAKE, build_model, cli, cli_json, runs_of, workdirs
+from bench_helpers import RUNS, adb_args, build_model, cli, cli_json, runs_of, workdirs
 
 from edgepart.bundle import PartitionSpec, write_bundle
-
-RUNS = ("--runs", "5", "--warmup", "1")
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +37,7 @@ def test_partitions_with_their_delegates_and_documented_fallback(
 ) -> None:
     monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
     res = tmp_path / "res"
-    args = [
-        "bench",
-        str(bundle),
-        "--adb",
-        "--benchmark-binary",
-        str(FAKE),
-        *RUNS,
-        "--resume",
-        str(res),
-    ]
+    args = adb_args("bench", bundle, *RUNS, "--resume", str(res))
     status, report, err = cli_json(capsys, *args)
     assert status == 0, err
     rows = {r["id"]: r for r in report["partitions"][emu.serial]}

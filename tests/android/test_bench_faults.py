@@ -10,40 +10,12 @@ from pathlib import Path
 
 import pytest
 from adb_fixtures import AdbServerHandle, EmulatedDevice, emulated_device, free_port
-from bench_helpers import FAKE, build_model, cli, one_error_line, runs_of, workdirs
-
-RUNS = ("--runs", "5", "--warmup", "1")
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_model(tmp_path_factory.mktemp("faults") / "tiny.tflite")
-
-
-@pytest.fixture
-def env(emu: EmulatedDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EmulatedDevice:
-    monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
-    monkeypatch.delenv("ANDROID_SERIAL", raising=False)
-    monkeypatch.setenv("EDGEPART_RUNS_DIR", str(tmp_path / "runs"))
-    return emu
+from bench_helpers import FAKE, RUNS, adb_args, cli, one_error_line, runs_of, workdirs
 
 
 def _bench(model: Path, res: Path, *extra: str) -> list[str]:
-    return [
-        "bench",
-        str(model),
-        "--adb",
-        "--benchmark-binary",
-        str(FAKE),
-        *RUNS,
-        "--delegate",
-        "cpu",
-        "--delegate",
-        "xnnpack",
-        "--resume",
-        str(res),
-        *extra,
-    ]
+    delegates = ("--delegate", "cpu", "--delegate", "xnnpack")
+    return adb_args("bench", model, *RUNS, *delegates, "--resume", str(res), *extra)
 
 
 def _results(res: Path) -> dict[str, dict[str, object]]:
@@ -133,7 +105,7 @@ def test_binary_that_is_not_benchmark_model(
 ) -> None:
     other = tmp_path / "ls_renamed"
     other.write_text("#!/bin/sh\necho usage: something else\n")
-    status, _, err = cli(capsys, "bench", str(model), "--adb", "--benchmark-binary", str(other))
+    status, _, err = cli(capsys, *adb_args("bench", model, binary=other))
     line = one_error_line(err)
     assert status == 2 and "does not look like TFLite's benchmark_model" in line
     assert workdirs(env.sandbox) == []
@@ -147,7 +119,7 @@ def test_unauthorized_device_and_no_server(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("EDGEPART_RUNS_DIR", str(tmp_path / "runs"))
-    args = ["bench", str(model), "--adb", "--benchmark-binary", str(FAKE)]
+    args = adb_args("bench", model)
     with emulated_device(adb_server, tmp_path / "d", unauthorized=True) as emu:
         status, _, err = cli(capsys, *args, "--serial", emu.serial, "--adb-server", emu.server.spec)
         line = one_error_line(err)

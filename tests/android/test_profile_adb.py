@@ -11,8 +11,9 @@ from adb_fixtures import EmulatedDevice
 from bench_helpers import (
     FAKE,
     NUM_OPS,
+    RUNS,
     XNNPACK_GROUPS,
-    build_model,
+    adb_args,
     cli,
     cli_json,
     old_binary,
@@ -24,36 +25,12 @@ from edgepart.cost.model import CostModel
 from edgepart.cost.table import load_table, tables_from
 from edgepart.tflite.reader import read_model
 
-RUNS = ("--runs", "5", "--warmup", "1")
 CPU = "edgepart_emulated_phone_cpu_1t"
 XNN = "edgepart_emulated_phone_xnnpack_1t"
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_model(tmp_path_factory.mktemp("prof") / "tiny.tflite")
-
-
-@pytest.fixture
-def env(emu: EmulatedDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EmulatedDevice:
-    monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
-    monkeypatch.delenv("ANDROID_SERIAL", raising=False)
-    monkeypatch.setenv("EDGEPART_RUNS_DIR", str(tmp_path / "runs"))
-    return emu
-
-
-def _profile(model: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        "profile",
-        str(model),
-        "--adb",
-        "--benchmark-binary",
-        str(FAKE),
-        *RUNS,
-        "-o",
-        str(out),
-        *extra,
-    ]
+def _profile(model: Path, out: Path, *extra: str, binary: Path = FAKE) -> list[str]:
+    return adb_args("profile", model, *RUNS, "-o", str(out), *extra, binary=binary)
 
 
 def _indices(entries: list[dict[str, object]]) -> list[list[int]]:
@@ -162,20 +139,7 @@ def test_old_binary_without_runtime_info_still_attributes_delegate_rows(
 ) -> None:
     binary = old_binary(tmp_path / "old_benchmark_model")
     out = tmp_path / "old.json"
-    args = [
-        "profile",
-        str(model),
-        "--adb",
-        "--benchmark-binary",
-        str(binary),
-        *RUNS,
-        "-o",
-        str(out),
-        "--delegate",
-        "xnnpack",
-        "--delegate",
-        "cpu",
-    ]
+    args = _profile(model, out, "--delegate", "xnnpack", "--delegate", "cpu", binary=binary)
     status, report, err = cli_json(capsys, *args)
     assert status == 0, err
     layouts = {p["delegate"]: (p["layout"], p["runtime_info"]) for p in report["processors"]}

@@ -256,15 +256,21 @@ def _conv_probe(*, bias: bool, const_filter: bool) -> Model:
     return mb.build()
 
 
-def _fp16_probe() -> Model:
-    mb, g = _b()
-    rng = np.random.default_rng(0)
+def fp16_dense(g, rng):
+    """``x (1, 16) -> FULLY_CONNECTED(DEQUANTIZE(fp16 weights)) -> y (1, 8)``: (w16, y)."""
     x = g.input("x", F32, (1, 16))
     w16 = g.constant("w16", rng.standard_normal((8, 16)).astype(np.float16))
     w = g.tensor("w", F32, (8, 16))
     g.op("DEQUANTIZE", [w16], [w])
     y = g.tensor("y", F32, (1, 8))
     g.op("FULLY_CONNECTED", [x, w, -1], [y])
+    return w16, y
+
+
+def _fp16_probe() -> Model:
+    mb, g = _b()
+    rng = np.random.default_rng(0)
+    _, y = fp16_dense(g, rng)
     k16 = g.constant("k16", rng.standard_normal((1, 8)).astype(np.float16))
     k = g.tensor("k", F32, (1, 8))
     g.op("DEQUANTIZE", [k16], [k])

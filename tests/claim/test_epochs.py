@@ -56,25 +56,10 @@ def graphs(draw, shuffle_plan: bool):
     return ins, outs, supported, next_t, edges, gouts
 
 
-def _compare(g, greedy, fusion_off=False, use_edges=True):
-    ins, outs, supported, nt, edges, gouts = g
-    edges = edges if use_edges else []
-    try:
-        want = reference_partition(ins, outs, supported, nt, gouts, greedy, edges, fusion_off)
-    except RuntimeError:
-        with pytest.raises(ModelFormatError):
-            partition_independent_subsets(
-                Csr.from_rows(ins),
-                Csr.from_rows(outs),
-                np.array(supported, bool),
-                num_tensors=nt,
-                graph_outputs=gouts,
-                greedy=greedy,
-                control_edges=edges,
-                disable_node_fusion=fusion_off,
-            )
-        return
-    got = partition_independent_subsets(
+def _run(fn, g, greedy, edges, **kw):
+    """``fn`` (the preview or the whole delegate step) on a drawn graph with ``edges``."""
+    ins, outs, supported, nt, _, gouts = g
+    return fn(
         Csr.from_rows(ins),
         Csr.from_rows(outs),
         np.array(supported, bool),
@@ -82,8 +67,20 @@ def _compare(g, greedy, fusion_off=False, use_edges=True):
         graph_outputs=gouts,
         greedy=greedy,
         control_edges=edges,
-        disable_node_fusion=fusion_off,
+        **kw,
     )
+
+
+def _compare(g, greedy, fusion_off=False, use_edges=True):
+    ins, outs, supported, nt, edges, gouts = g
+    edges = edges if use_edges else []
+    try:
+        want = reference_partition(ins, outs, supported, nt, gouts, greedy, edges, fusion_off)
+    except RuntimeError:
+        with pytest.raises(ModelFormatError):
+            _run(partition_independent_subsets, g, greedy, edges, disable_node_fusion=fusion_off)
+        return
+    got = _run(partition_independent_subsets, g, greedy, edges, disable_node_fusion=fusion_off)
     assert _as_tuples(got) == want
 
 
@@ -243,15 +240,7 @@ def test_two_step_flow_matches_tflite(g, greedy, cap, min_nodes):
         want = _reference_flow(ins, outs, supported, nt, gouts, greedy, edges, cap, min_nodes)
     except RuntimeError:
         return
-    got = delegate_partitions(
-        Csr.from_rows(ins),
-        Csr.from_rows(outs),
-        np.array(supported, bool),
-        num_tensors=nt,
-        graph_outputs=gouts,
-        greedy=greedy,
-        control_edges=edges,
-        max_partitions=cap,
-        min_nodes_per_partition=min_nodes,
+    got = _run(
+        delegate_partitions, g, greedy, edges, max_partitions=cap, min_nodes_per_partition=min_nodes
     )
     assert _as_tuples(got) == want

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from probes import F32, branches_model, quantized
+from probes import F32, branches_model, fp16_dense, quantized
 
 from edgepart.claim.flow import claim
 from edgepart.devices.delegate import load_delegate
@@ -140,13 +140,7 @@ def _fp16_model(*, extra_refused: bool):
     """fp16 weights: DEQUANTIZE(fp16 const) -> FULLY_CONNECTED, optionally a refused op after."""
     mb = ModelBuilder()
     g = mb.subgraph("main")
-    rng = np.random.default_rng(0)
-    x = g.input("x", F32, (1, 16))
-    w16 = g.constant("w16", rng.standard_normal((8, 16)).astype(np.float16))
-    w = g.tensor("w", F32, (8, 16))
-    g.op("DEQUANTIZE", [w16], [w])
-    y = g.tensor("y", F32, (1, 8))
-    g.op("FULLY_CONNECTED", [x, w, -1], [y])
+    w16, y = fp16_dense(g, np.random.default_rng(0))
     out = y
     if extra_refused:
         z = g.tensor("z", F32, (1, 8))

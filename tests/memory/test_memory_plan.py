@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mem_problems import cut_rectangle, random_problem
 
 from edgepart.errors import ArenaOverflowError, UsageError
 from edgepart.memory import MemoryProblem, check_plan, plan_arena
@@ -120,14 +121,7 @@ def test_seeded_random_instances_against_the_checker() -> None:
     rng = np.random.default_rng(2024)
     worse = 0
     for k in range(300):
-        n = int(rng.integers(20, 120))
-        lo = rng.integers(0, 60, n)
-        p = MemoryProblem.from_arrays(
-            ids=range(n),
-            lower=lo,
-            upper=lo + rng.integers(1, 25, n),
-            size=rng.integers(1, 64, n) * 64,
-        )
+        p = random_problem(rng, int(rng.integers(20, 120)), start=60, life=25, size=64, unit=64)
         plans = _plans(p)
         for plan in plans.values():
             check_plan(p, plan.offsets)  # type: ignore[attr-defined]
@@ -139,11 +133,7 @@ def test_seeded_random_instances_against_the_checker() -> None:
 
 def test_plans_are_deterministic() -> None:
     rng = np.random.default_rng(1)
-    n = 300
-    lo = rng.integers(0, 100, n)
-    p = MemoryProblem.from_arrays(
-        ids=range(n), lower=lo, upper=lo + rng.integers(1, 30, n), size=rng.integers(1, 999, n)
-    )
+    p = random_problem(rng, 300, start=100, life=30, size=999)
     a = plan_arena(p, time_limit=None, node_limit=5000)
     b = plan_arena(p, time_limit=None, node_limit=5000)
     assert a.to_json() == b.to_json()
@@ -153,23 +143,7 @@ def test_plans_are_deterministic() -> None:
 def test_time_limit_is_respected() -> None:
     # A cut-rectangle instance is tight (optimum = bound) and hard for greedy, so the search runs
     # until its deadline.
-    rng = np.random.default_rng(5)
-    pieces = [(0, 64, 0, 256)]
-    while len(pieces) < 300:
-        k = int(rng.integers(len(pieces)))
-        t0, t1, m0, m1 = pieces[k]
-        if t1 - t0 > 1 and (m1 - m0 == 1 or rng.random() < 0.5):
-            c = int(rng.integers(t0 + 1, t1))
-            pieces[k : k + 1] = [(t0, c, m0, m1), (c, t1, m0, m1)]
-        elif m1 - m0 > 1:
-            c = int(rng.integers(m0 + 1, m1))
-            pieces[k : k + 1] = [(t0, t1, m0, c), (t0, t1, c, m1)]
-    p = MemoryProblem.from_arrays(
-        ids=range(len(pieces)),
-        lower=[q[0] for q in pieces],
-        upper=[q[1] for q in pieces],
-        size=[(q[3] - q[2]) * 64 for q in pieces],
-    )
+    p = cut_rectangle(300, 64, 256, seed=5, shuffle=False)
     for limit in (0.3, 1.0):
         t0 = time.perf_counter()
         plan = plan_arena(p, time_limit=limit)

@@ -4,34 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mem_problems import cut_rectangle, random_problem
 
-from edgepart.memory import MemoryProblem, check_plan, plan_arena
+from edgepart.memory import check_plan, plan_arena
 from edgepart.memory._arena import prepare
 from edgepart.memory.canonical import Clock, Component, canonical_search, components
 from edgepart.memory.search import improve
 from edgepart.memory.skyline import skyline_search
-
-
-def cut_rectangle(n: int, t: int, m: int, seed: int, unit: int = 64) -> MemoryProblem:
-    """Cut a full time x memory rectangle into ``n`` pieces: the bound is tight by construction."""
-    rng = np.random.default_rng(seed)
-    pieces = [(0, t, 0, m)]
-    while len(pieces) < n:
-        k = int(rng.integers(len(pieces)))
-        t0, t1, m0, m1 = pieces[k]
-        if t1 - t0 > 1 and (m1 - m0 == 1 or rng.random() < 0.5):
-            c = int(rng.integers(t0 + 1, t1))
-            pieces[k : k + 1] = [(t0, c, m0, m1), (c, t1, m0, m1)]
-        elif m1 - m0 > 1:
-            c = int(rng.integers(m0 + 1, m1))
-            pieces[k : k + 1] = [(t0, t1, m0, c), (t0, t1, c, m1)]
-    perm = rng.permutation(len(pieces))
-    return MemoryProblem.from_arrays(
-        ids=range(len(pieces)),
-        lower=[pieces[i][0] for i in perm],
-        upper=[pieces[i][1] for i in perm],
-        size=[(pieces[i][3] - pieces[i][2]) * unit for i in perm],
-    )
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -46,14 +25,7 @@ def test_small_tight_instances_reach_the_bound(seed: int) -> None:
 def test_both_engines_decide_like_each_other(engine: object) -> None:
     rng = np.random.default_rng(11)
     for _ in range(60):
-        n = int(rng.integers(3, 9))
-        lo = rng.integers(0, 6, n)
-        p = MemoryProblem.from_arrays(
-            ids=range(n),
-            lower=lo,
-            upper=lo + rng.integers(1, 5, n),
-            size=rng.integers(1, 6, n) * 64,
-        )
+        p = random_problem(rng, int(rng.integers(3, 9)), start=6, life=5, size=6, unit=64)
         a = prepare(p, "default")
         opt = plan_arena(p, time_limit=None).arenas["default"].size
         for g in components(a):

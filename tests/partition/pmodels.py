@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model
 from edgepart.ir.values import Quantization
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "runtime"))
+# the runtime tests own this builder; their folder is put on sys.path just above
+from rt_models import branchy_mlp
 
 __all__ = ["branchy_fp32", "int8_mlp"]
 
@@ -52,38 +59,10 @@ def int8_mlp(*, width: int = 1024, depth: int = 12, seed: int = 0) -> Model:
 
 
 def branchy_fp32(*, width: int = 256, depth: int = 3, branches: int = 2, seed: int = 0) -> Model:
-    """``x -> branches x (depth FULLY_CONNECTED+RELU) -> ADD chain -> y`` in float32.
+    """``x -> branches x (depth FULLY_CONNECTED+RELU) -> ADD chain -> y`` in float32, with a
+    ``serving_default`` signature: the runtime tests' ``branchy_mlp`` (one builder for both).
 
     Ops are laid out branch by branch (branch ``b`` is ops ``b*depth .. b*depth+depth-1``),
     then the ADDs: whole branches can run concurrently on different units.
     """
-    rng = np.random.default_rng(seed)
-    mb = ModelBuilder()
-    g = mb.subgraph("main")
-    x = g.input("x", DType.FLOAT32, (1, width))
-    ends = []
-    for b in range(branches):
-        h = x
-        for d in range(depth):
-            w = g.constant(
-                f"w{b}_{d}",
-                (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32),
-            )
-            bias = g.constant(f"b{b}_{d}", rng.standard_normal(width).astype(np.float32) * 0.1)
-            out = g.tensor(f"h{b}_{d}", DType.FLOAT32, (1, width))
-            g.op(
-                "FULLY_CONNECTED",
-                [h, w, bias],
-                [out],
-                options={"fused_activation_function": "RELU"},
-            )
-            h = out
-        ends.append(h)
-    acc = ends[0]
-    for k, e in enumerate(ends[1:]):
-        out = g.tensor(f"sum{k}", DType.FLOAT32, (1, width))
-        g.op("ADD", [acc, e], [out])
-        acc = out
-    g.output(acc)
-    mb.add_signature("serving_default", 0, [("x", x)], [("y", acc)])
-    return mb.build()
+    return branchy_mlp(width=width, depth=depth, branches=branches, seed=seed, signature=True)
