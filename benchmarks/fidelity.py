@@ -5,18 +5,23 @@ For every runnable corpus model (``tools/build_corpus.py``) and each executor (X
 builtin kernels, 1 thread by default), the host profiler (:mod:`edgepart.cost.profiler`) times
 every op/fused group *and* the whole model, interleaved in the same rounds. The prediction is
 what the partitioner would use: a :class:`~edgepart.cost.model.CostModel` over the resulting
-latency table, ``partition_latency(all ops)`` = the measured per-invocation overhead once plus
-the sum of the table's per-op and fused-group values. Nothing is fitted to the models: the only
-inputs are the table's entries.
+latency table, ``partition_latency(all ops)`` = the measured per-invocation overhead once, one
+measured delegate node per delegate partition (counted with TFLite's partitioning algorithm),
+plus the sum of the table's per-op and fused-group values, each op's in the context of the op
+before it where that pair was measured (:mod:`edgepart.cost.context`). Nothing is fitted to
+the models: the only inputs are the table's entries.
 
 Prints every model's error, the median absolute error and the share within +-5% and +-10%, for
 three statistics: median, p10 and min. Each comparison uses the same statistic on both sides
 (table entries and the invocation overhead from the op timings, the whole-model figure from its
 own timing); on a shared, busy machine the lower statistics are the less interference-prone.
 
+The machine is shared and its speed drifts, so ``--runs N`` repeats the whole comparison N times
+(fresh profiles each time) and prints each run's summary and the spread over runs.
+
 Usage::
 
-    python benchmarks/fidelity.py [--executors xnnpack,builtin] [--threads 1]
+    python benchmarks/fidelity.py [--executors xnnpack,builtin] [--threads 1] [--runs 1]
                                   [--models a,b] [--extra DIR] [--json OUT]
 """
 
@@ -67,12 +72,14 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
     res = profile_model(model, cfg, model_bytes=path.read_bytes(), name=name)
     assert res.model_stats is not None
     hw = Hardware("host", (ProcessorSpec("cpu", threads=threads),))
+    pt = res.table.processors[res.processor]
     row: dict[str, object] = {
         "model": name,
         "executor": executor,
         "ops": model.main.num_ops,
         "timed": res.timed,
         "fused": len(res.fused),
+        "context": sum(1 for e in pt.entries.values() if e.extra.get("role") == "context"),
         "profile_s": res.elapsed_s,
     }
     for stat in STATS:
@@ -87,6 +94,32 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
         row[f"{stat}_err"] = pred.seconds / meas - 1.0
         row["sources"] = gc.source_counts("cpu")
     return row
+
+
+def one_run(models: dict[str, Path], executors: list[str], threads: int) -> list[dict[str, object]]:
+    """Profile and compare every model once per executor, printing a row each."""
+    rows = []
+    head = f"{'model':<22} {'executor':<8} {'ops':>4} {'fused':>5} {'ctx':>4}"
+    for stat in STATS:
+        head += f" | {stat + ' us':>10} {'pred':>9} {'err':>7}"
+    print(head + f" | {'prof s':>6}")
+    for name, path in models.items():
+        for ex in executors:
+            try:
+                r = run_one(name, path, ex, threads)
+            except Exception as err:
+                print(f"{name:<22} {ex:<8} FAILED: {type(err).__name__}: {err}")
+                continue
+            rows.append(r)
+            line = f"{name:<22} {ex:<8} {r['ops']:>4} {r['fused']:>5} {r['context']:>4}"
+            for stat in STATS:
+                line += (
+                    f" | {float(r[f'{stat}_meas_s']) * 1e6:>10.2f} "
+                    f"{float(r[f'{stat}_pred_s']) * 1e6:>9.2f} "
+                    f"{float(r[f'{stat}_err']):>+7.1%}"
+                )
+            print(line + f" | {float(r['profile_s']):>6.1f}", flush=True)
+    return rows
 
 
 def summarize(rows: list[dict[str, object]], stat: str, executor: str | None) -> str:
@@ -109,6 +142,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", help="comma-separated corpus names (default: default corpus)")
     ap.add_argument("--extra", help="directory of additional .tflite files to include")
+    ap.add_argument("--runs", type=int, default=1, help="repeat the whole comparison N times")
     ap.add_argument("--json", help="write all rows here")
     args = ap.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -116,38 +150,42 @@ def main() -> int:
     if args.extra:
         for p in sorted(Path(args.extra).glob("*.tflite")):
             models[p.stem] = p
-    rows = []
+    rows: list[dict[str, object]] = []
     t0 = time.perf_counter()
-    head = f"{'model':<22} {'executor':<8} {'ops':>4} {'fused':>5}"
-    for stat in STATS:
-        head += f" | {stat + ' ms':>9} {'pred':>8} {'err':>7}"
-    print(head + f" | {'prof s':>6}")
-    for name, path in models.items():
-        for ex in args.executors.split(","):
-            try:
-                r = run_one(name, path, ex, args.threads)
-            except Exception as err:
-                print(f"{name:<22} {ex:<8} FAILED: {type(err).__name__}: {err}")
-                continue
-            rows.append(r)
-            line = f"{name:<22} {ex:<8} {r['ops']:>4} {r['fused']:>5}"
-            for stat in STATS:
-                line += (
-                    f" | {float(r[f'{stat}_meas_s']) * 1e3:>9.3f} "
-                    f"{float(r[f'{stat}_pred_s']) * 1e3:>8.3f} "
-                    f"{float(r[f'{stat}_err']):>+7.1%}"
-                )
-            print(line + f" | {float(r['profile_s']):>6.1f}", flush=True)
-    print()
-    for stat in STATS:
-        for ex in [*args.executors.split(","), None]:
-            line = summarize(rows, stat, ex)
+    executors = args.executors.split(",")
+    per_run: dict[str, list[float]] = {}
+    for run in range(args.runs):
+        if args.runs > 1:
+            print(f"\n=== run {run + 1} of {args.runs} ===")
+        got = one_run(models, executors, args.threads)
+        for r in got:
+            r["run"] = run
+        rows.extend(got)
+        print()
+        for stat in STATS:
+            for ex in [*executors, None]:
+                line = summarize(got, stat, ex)
+                if line:
+                    print(line)
+            errs = [abs(float(r[f"{stat}_err"])) for r in got]  # type: ignore[arg-type]
+            if errs:
+                per_run.setdefault(stat, []).append(sum(e <= 0.10 for e in errs) / len(errs))
+        print(f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.runs > 1:
+        print("\nspread over runs (share within +-10%, all executors):")
+        for stat, shares in per_run.items():
+            print(
+                f"{stat:>6}: "
+                + " ".join(f"{x:.1%}" for x in shares)
+                + f"  (min {min(shares):.1%}, median {statistics.median(shares):.1%}, "
+                f"max {max(shares):.1%})"
+            )
+        print("\nall runs pooled:")
+        for stat in STATS:
+            line = summarize(rows, stat, None)
             if line:
                 print(line)
-    print(
-        f"\ntotal {time.perf_counter() - t0:.0f} s; load average at end "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-    )
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     return 0

@@ -53,7 +53,9 @@ def register(subparsers: Any) -> None:
         help="measuring time per op (repeats adapt to it; default 0.04)",
     )
     p.add_argument(
-        "--no-fusion", action="store_true", help="do not test which op pairs the executor fuses"
+        "--no-fusion",
+        action="store_true",
+        help="single ops only: do not time fused op pairs or ops after their predecessor",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument(

@@ -11,7 +11,7 @@ from edgepart.cost.table import INTERPOLATED, MEASURED, ROOFLINE, ProcessorTable
 from edgepart.cost.work import OpWork
 from edgepart.ir.graph import Subgraph
 
-__all__ = ["SOURCES", "SRC", "fill_from_table", "table_groups"]
+__all__ = ["SOURCES", "SRC", "apply_context", "fill_from_table", "table_groups"]
 
 SOURCES = (MEASURED, INTERPOLATED, ROOFLINE)
 SRC = {s: i for i, s in enumerate(SOURCES)}
@@ -137,3 +137,71 @@ def _fused_chains(
             chain_key.append(key)
             chain_of[a] = chain_of[b] = len(chains) - 1
     return [(tuple(c), k) for c, k in zip(chains, chain_key, strict=True)]
+
+
+def apply_context(
+    sg: Subgraph,
+    pt: ProcessorTable,
+    sigs: Sequence[OpSig],
+    lat: np.ndarray,
+    grouped: np.ndarray,
+    pred: np.ndarray,
+) -> np.ndarray:
+    """Replace op latencies by what they add right after their predecessor, where measured.
+
+    For an op ``b`` whose predecessor ``a = pred[b]`` has a context-pair entry with it (see
+    :mod:`edgepart.cost.context`) and neither is in a group entry (``grouped``), ``lat[b]``
+    becomes ``value(pair) - lat[a]`` (the first op's own value, before any replacement), at
+    least 0. Returns, per op, the predecessor the value assumes (-1 where nothing changed).
+    Vectorized: one key and one lookup per distinct (signature, signature, edge) triple.
+    """
+    from edgepart.cost.context import ROLE
+    from edgepart.cost.signature import group_key
+
+    n = len(lat)
+    used = np.full(n, -1, dtype=np.int64)
+    if not any(e.extra.get("role") == ROLE for e in pt.entries.values()):
+        return used
+    b = np.flatnonzero(pred >= 0)
+    b = b[~grouped[b] & ~grouped[pred[b]]]
+    if not len(b):
+        return used
+    a = pred[b]
+    # signature classes (ops of one signature share the OpSig object)
+    ids = np.fromiter(map(id, sigs), np.int64, n)
+    _, rep, inv_ids = np.unique(ids, return_index=True, return_inverse=True)
+    cls = rep[np.asarray(inv_ids).reshape(-1)].astype(np.int64)  # first op of each class
+    feeds = _feeds_pred(sg, pred)[b]
+    code = (cls[a] * n + cls[b]) * 2 + feeds  # one integer per (class, class, edge) triple
+    uniq, inv = np.unique(code, return_inverse=True)
+    val = np.full(len(uniq), np.nan)
+    for k, c in enumerate(uniq.tolist()):
+        ca, cb, f = c // 2 // n, c // 2 % n, c % 2
+        key = group_key([sigs[ca].key, sigs[cb].key], [(0, 1)] if f else [])
+        e = pt.entries.get(key)
+        if e is not None and e.extra.get("role") == ROLE:
+            val[k] = e.value_s
+    v = val[np.asarray(inv).reshape(-1)]
+    hit = ~np.isnan(v)
+    b, a, v = b[hit], a[hit], v[hit]
+    lat[b] = np.maximum(v - lat[a], 0.0)  # fancy indexing reads lat[a] before the write
+    used[b] = a
+    return used
+
+
+def _feeds_pred(sg: Subgraph, pred: np.ndarray) -> np.ndarray:
+    """Per op: whether its predecessor ``pred[op]`` produces one of its inputs."""
+    producer = np.full(sg.num_tensors, -1, dtype=np.int64)
+    outs = sg.op_outputs
+    t = outs.idx.astype(np.int64)
+    ok = t >= 0
+    producer[t[ok]] = outs.row_ids()[ok]
+    ins = sg.op_inputs
+    t = ins.idx.astype(np.int64)
+    rows = ins.row_ids()
+    ok = t >= 0
+    hit = np.zeros(len(t), dtype=bool)
+    hit[ok] = (producer[t[ok]] == pred[rows[ok]]) & (pred[rows[ok]] >= 0)
+    out = np.zeros(sg.num_ops, dtype=bool)
+    out[rows[hit]] = True
+    return out

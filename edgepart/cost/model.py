@@ -13,10 +13,13 @@ Terms of a placed model's latency, all first-class here:
 
 - per op (or fused group) on its processor: :meth:`GraphCosts.op_latency`,
   :meth:`GraphCosts.group_latency` (fusion-aware: a group the executor runs as one kernel, as
-  recorded in the table, costs its measured group time);
+  recorded in the table, costs its measured group time; context-aware: an op measured together
+  with the op before it costs what it adds after that op, when both are in the set, see
+  :mod:`edgepart.cost.context`);
 - per partition invocation: the processor's dispatch overhead, :meth:`GraphCosts.invoke_overhead`
   (measured by the profiler where a table exists, else the profile's ``dispatch_overhead_s``);
-  :meth:`GraphCosts.partition_latency` = overhead + group latency;
+  :meth:`GraphCosts.partition_latency` = overhead + group latency + one delegate node per
+  delegate partition (counted with TFLite's partitioning algorithm);
 - per tensor crossing a partition boundary between memory domains: link latency plus bytes over
   link bandwidth, :meth:`GraphCosts.transfer_cost` (zero within one domain, ``inf`` without a
   link).
@@ -31,7 +34,9 @@ from functools import cached_property
 
 import numpy as np
 
-from edgepart.cost._table_costs import SOURCES, SRC, fill_from_table, table_groups
+from edgepart.cost._table_costs import SOURCES, SRC, apply_context, fill_from_table, table_groups
+from edgepart.cost.context import predecessors
+from edgepart.cost.delegation import ControlEdges, count_nodes, metadata_edges
 from edgepart.cost.hardware import Hardware
 from edgepart.cost.roofline import Roofline, roofline
 from edgepart.cost.table import (
@@ -123,6 +128,11 @@ class GraphCosts:
         # ops the table says run inside a delegate, and what one delegate partition costs
         self._delegated = np.zeros((sg.num_ops, len(self.processors)), dtype=bool)
         self._node_s = np.zeros(len(self.processors))
+        # context (see edgepart.cost.context): the predecessor an op's latency assumes runs just
+        # before it in the same invocation (-1: none), and its latency without that predecessor
+        self._ctx_pred = np.full((sg.num_ops, len(self.processors)), -1, dtype=np.int64)
+        self._alone = lat.copy()
+        self._claim: np.ndarray | None = None  # XNNPACK's predicted ops, computed if needed
         self._overhead: list[Estimate] = []
         sigs = None
         for p, proc in enumerate(hw.processors):
@@ -145,10 +155,32 @@ class GraphCosts:
             self._groups[p] = table_groups(sg, pt, sigs, lat[:, p], src[:, p])
             for g, (ops, key) in enumerate(self._groups[p]):
                 self._gid[list(ops), p] = g
-                if int(pt.entries[key].extra.get("delegate_nodes", 0)) > 0:
-                    self._delegated[list(ops), p] = True
+                entry = pt.entries[key]
+                if int(entry.extra.get("delegate_nodes", 0)) > 0:
+                    members = list(ops)
+                    state = entry.extra.get("role") != "fused"
+                    if state and pt.executor == "xnnpack" and model is not None:
+                        # a state group's entry says the delegate took some of its ops, not
+                        # which: the ones XNNPACK claims (edgepart.claim's exact plan prediction)
+                        members = [o for o in members if self._claimed(model)[o]]
+                    self._delegated[members, p] = True
+            self._alone[:, p] = lat[:, p]
+            self._ctx_pred[:, p] = apply_context(
+                sg, pt, sigs, lat[:, p], self._gid[:, p] >= 0, predecessors(sg, self.work.folded)
+            )
         self.latency = lat
         self.source = src
+        self._meta_edges = metadata_edges(sg, model)
+
+    def _claimed(self, model: Model) -> np.ndarray:
+        """Per op: whether XNNPACK takes it in the whole subgraph (computed once)."""
+        if self._claim is None:
+            from edgepart.claim.flow import claim
+
+            si = next(i for i, s in enumerate(model.subgraphs) if s is self.sg)
+            owner = claim(model, subgraph=si).owner
+            self._claim = np.array([o is not None for o in owner], dtype=bool)
+        return self._claim
 
     # ------------------------------------------------------------------ queries
     def proc_index(self, proc: str | int) -> int:
@@ -179,6 +211,13 @@ class GraphCosts:
         # group members carry shares summing to the group's measured value, so a whole group
         # adds up exactly; a group cut by the set runs unfused, which its shares understate
         total = float(self.latency[idx, p].sum())
+        ctx = self._ctx_pred[idx, p]
+        has = ctx >= 0
+        if has.any():  # ops whose measured predecessor is not in the set pay their own time
+            member = np.zeros(self.sg.num_ops, dtype=bool)
+            member[idx] = True
+            lost = idx[has][~member[ctx[has]]]
+            total += float((self._alone[lost, p] - self.latency[lost, p]).sum())
         worst = int(self.source[idx, p].max(initial=0))
         groups = self._groups[p]
         if groups:
@@ -214,35 +253,15 @@ class GraphCosts:
         return Estimate(total, g.source, detail)
 
     def delegate_partitions(self, ops: Iterable[int], proc: str | int) -> int:
-        """Connected groups of delegated ops among ``ops`` (each one delegate kernel)."""
+        """Delegate kernels the executor forms among ``ops`` (the table's delegated ones),
+        counted with TFLite's own partitioning (:func:`edgepart.cost.delegation.count_nodes`)."""
         p = self.proc_index(proc)
-        idx = np.asarray(ops if isinstance(ops, np.ndarray) else list(ops), np.int64)
-        d = idx[self._delegated[idx, p]]
-        if len(d) == 0:
-            return 0
-        member = np.zeros(self.sg.num_ops, dtype=bool)
-        member[d] = True
-        src, dst = self._edges
-        keep = member[src] & member[dst]
-        parent = {int(i): int(i) for i in d.tolist()}
-
-        def find(a: int) -> int:
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        for a, b in zip(src[keep].tolist(), dst[keep].tolist(), strict=True):
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-        return len({find(i) for i in parent})
+        idx = np.unique(np.asarray(ops if isinstance(ops, np.ndarray) else list(ops), np.int64))
+        return count_nodes(self.sg, idx, self._delegated[idx, p], self._control)
 
     @cached_property
-    def _edges(self) -> tuple[np.ndarray, np.ndarray]:
-        from edgepart.ir.analysis import op_edges
-
-        return op_edges(self.sg)
+    def _control(self) -> ControlEdges:
+        return ControlEdges.of(self.sg, self._meta_edges)
 
     def transfer_cost(self, tensor: int, src: str | int, dst: str | int) -> float:
         """Seconds to hand ``tensor`` from processor ``src`` to ``dst`` (0 within one domain)."""

@@ -19,12 +19,13 @@ Steps (the timing loop itself is documented in :mod:`edgepart.cost.timing`):
 
 An entry's ``value_s`` is the chosen statistic minus the same statistic of the per-invocation
 overhead (a model without ops) and, for units the executor ran in a delegate, minus one
-delegate node (a one-op delegated model minus the empty one): what the op adds inside a larger
-invocation. A model's predicted latency is the overhead once, one delegate node per delegate
-partition, plus the sum of its units' values. The default statistic is the 10th percentile
-of the samples: interference from other processes only ever adds time, so on a shared machine
-a low percentile estimates the undisturbed latency far more stably than the median (which is
-still stored, with p90 and min, in every entry).
+delegate node per delegate kernel of the unit's model (chains of 1, 2, 4 and 8 delegated
+one-element ``ADD`` ops, extrapolated to length 0, minus the empty model): what the op adds
+inside a larger invocation. A model's predicted latency is the overhead once, one delegate
+node per delegate partition, plus the sum of its units' values. The default statistic is the
+10th percentile of the samples: interference from other processes only ever adds time, so on
+a shared machine a low percentile estimates the undisturbed latency far more stably than the
+median (which is still stored, with p90 and min, in every entry).
 """
 
 from __future__ import annotations
@@ -33,18 +34,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from edgepart.cost import context as context_mod
 from edgepart.cost import fusion as fusion_mod
 from edgepart.cost._session import Session, activation_names, host_description, stat_value
 from edgepart.cost.table import LatencyTable, ProcessorTable, Stats
 from edgepart.cost.timing import (
-    Timer,
     TimingConfig,
+    delegate_node_stats,
+    node_timers,
     overhead_timer,
     prepare,
     reference_values,
     run_rounds,
 )
-from edgepart.cost.units import UnitResult, timing_units
+from edgepart.cost.units import Unit, UnitResult, timing_units
 from edgepart.errors import EdgepartError
 from edgepart.ir.graph import Model
 
@@ -66,7 +69,14 @@ class ProfileConfig:
     processor: str | None = None
     statistic: str = "p10"
     fusion: bool = True
+    # time each op after its predecessor (edgepart.cost.context); None: whenever ``fusion`` is
+    # on, so that ``fusion=False`` (the CLI's --no-fusion) still gives single units only
+    context: bool | None = None
     whole_model: bool = True
+
+    @property
+    def with_context(self) -> bool:
+        return self.fusion if self.context is None else self.context
 
     @property
     def processor_name(self) -> str:
@@ -88,20 +98,18 @@ class ProfileResult:
     statistic: str = "p10"
     fused: list[tuple[int, ...]] = field(default_factory=list)
     delegate_nodes: int = 0  # delegate partitions of the whole model (XNNPACK)
+    predicted: float = 0.0
 
     def value(self, stats: Stats) -> float:
         return stat_value(stats, self.statistic)
 
     @property
     def predicted_s(self) -> float:
-        """What the table predicts for the whole model: the invocation overhead once, one
-        delegate node per delegate partition, plus the sum of the units' values."""
-        pt = self.table.processors[self.processor]
-        return (
-            self.value(self.overhead)
-            + self.delegate_nodes * pt.delegate_node_s
-            + sum(u.value_s for u in self.units)
-        )
+        """What the table predicts for the whole model (:class:`~edgepart.cost.model.CostModel`
+        over it): the invocation overhead once, one delegate node per delegate partition, plus
+        the ops' and groups' values, each op's in the context of its predecessor where the
+        pair was measured."""
+        return self.predicted
 
 
 def profile_model(
@@ -148,13 +156,8 @@ def profile_model(
     content = model_bytes if model_bytes is not None else write_model(model)
     s.values = reference_values(content, activation_names(sg), cfg.timing.seed)
     ovh_timer = overhead_timer(cfg.executor, cfg.threads, cfg.timing)
-    node_timer: Timer | None = overhead_timer(
-        cfg.executor, cfg.threads, cfg.timing, delegate_node=True
-    )
-    if (
-        node_timer is not None and node_timer.delegate_nodes != 1
-    ):  # the executor does not delegate: nothing to measure
-        node_timer = None
+    # empty if the executor does not delegate: nothing to measure
+    chain_timers = node_timers(cfg.executor, cfg.threads, cfg.timing)
     whole = None
     if cfg.whole_model:
         whole = prepare(content, cfg.executor, cfg.threads, cfg.timing)
@@ -165,7 +168,12 @@ def profile_model(
     if cfg.fusion:  # candidate pairs join the main rounds: compared under the same conditions
         for pair in fusion_mod.candidate_units(sg, units, cfg.executor):
             s.prepare(pair)
-    op_timers = [ovh_timer, *([node_timer] if node_timer else []), *s.timers.values()]
+    pairs: list[tuple[Unit, Unit, Unit]] = []
+    if cfg.with_context:  # each op after its predecessor (edgepart.cost.context), same rounds
+        pairs = context_mod.context_units(units, context_mod.predecessors(sg, s.work.folded))
+        for _, _, pair in pairs:
+            s.prepare(pair)
+    op_timers = [ovh_timer, *chain_timers, *s.timers.values()]
     all_rounds = max((t.repeats for t in op_timers), default=1)
     done_rounds = 0
 
@@ -196,8 +204,8 @@ def profile_model(
         progress(2 * len(units), total, "fusion" if cfg.fusion else "timed")
     pt.invoke_overhead = ovh_timer.stats()
     s.overhead_s = stat_value(pt.invoke_overhead, cfg.statistic)
-    if node_timer is not None:
-        pt.delegate_overhead = node_timer.stats()
+    if chain_timers:
+        pt.delegate_overhead = delegate_node_stats(chain_timers)
         s.node_s = pt.delegate_node_s
     results = []
     for u in units:
@@ -208,6 +216,16 @@ def profile_model(
         results, fused = fusion_mod.detect(
             sg, results, s.measure_many, s.record, executor=cfg.executor
         )
+    in_group = {op for r in results if len(r.unit.ops) > 1 for op in r.unit.ops}
+    for _, _, pair in pairs:
+        key = s.key(pair)[0]
+        old = pt.entries.get(key)
+        if key not in s.timers or in_group & set(pair.ops):
+            continue
+        if old is not None and old.extra.get("role") == "fused":
+            continue
+        s.record(pair, s.timers[key].stats(), context_mod.ROLE)
+    predicted = _predict(model, pt)
     model_stats = whole.stats() if whole else None
     if model_stats is not None:
         pt.models.append(
@@ -216,9 +234,7 @@ def profile_model(
                 "ops": sg.num_ops,
                 "stats": model_stats.to_json(),
                 "delegate_nodes": whole.delegate_nodes if whole else 0,
-                "predicted_s": s.overhead_s
-                + (whole.delegate_nodes if whole else 0) * s.node_s
-                + sum(r.value_s for r in results),
+                "predicted_s": predicted,
             }
         )
     if progress:
@@ -235,7 +251,18 @@ def profile_model(
         statistic=cfg.statistic,
         fused=fused,
         delegate_nodes=whole.delegate_nodes if whole else 0,
+        predicted=predicted,
     )
+
+
+def _predict(model: Model, pt: ProcessorTable) -> float:
+    """The table's prediction for the whole main subgraph, as the cost model makes it."""
+    from edgepart.cost.hardware import Hardware, ProcessorSpec
+    from edgepart.cost.model import CostModel
+
+    hw = Hardware("host", (ProcessorSpec("cpu", threads=pt.threads),))
+    cm = CostModel(hw, LatencyTable({pt.name: pt}), table_for={"cpu": pt.name})
+    return cm.costs(model.main, model).partition_latency(range(model.main.num_ops), "cpu").seconds
 
 
 def _source(cfg: ProfileConfig) -> str:

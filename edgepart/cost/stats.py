@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["STAT_GETTERS", "Stats", "stats_from_samples"]
+import numpy as np
+
+__all__ = ["STAT_GETTERS", "Stats", "fit_intercept", "stats_from_samples"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +64,26 @@ def _quantile(xs: list[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
+
+
+def fit_intercept(lengths: Sequence[int], stats: Sequence[Stats]) -> Stats:
+    """Least-squares intercept at length 0 of each statistic against ``lengths``.
+
+    Statistics are fitted one by one, then made monotone (min <= p10 <= median <= p90) and
+    clamped at 0; count, warm-up and batch are those of the shortest chain.
+    """
+    x = np.asarray(lengths, dtype=np.float64)
+    if len(x) < 2 or len(x) != len(stats):
+        raise ValueError("need at least two chain lengths, one Stats each")
+    a = np.vstack([np.ones_like(x), x]).T
+
+    def at0(vals: list[float]) -> float:
+        coef = np.linalg.lstsq(a, np.asarray(vals, dtype=np.float64), rcond=None)[0]
+        return max(float(coef[0]), 0.0)
+
+    mn = at0([s.min_s for s in stats])
+    p10 = max(at0([s.p10_s for s in stats]), mn)
+    med = max(at0([s.median_s for s in stats]), p10)
+    p90 = max(at0([s.p90_s for s in stats]), med)
+    first = stats[0]
+    return Stats(med, p10, p90, mn, min(s.count for s in stats), first.warmup, first.batch)

@@ -24,7 +24,8 @@ on a shared machine spreads evenly instead of inflating whichever item it happen
 
 Every figure includes the Python-to-C++ call and the interpreter's per-invocation work. That
 fixed part is measured the same way on a minimal model (:func:`overhead_model`) so a cost model
-can pay it once per invocation rather than once per op.
+can pay it once per invocation rather than once per op; so is the fixed part of one delegate node,
+from chains of delegated ops of several lengths (:func:`delegate_node_stats`).
 """
 
 from __future__ import annotations
@@ -38,15 +39,20 @@ from typing import Any
 
 import numpy as np
 
+from edgepart.cost.stats import fit_intercept
 from edgepart.cost.table import Stats, stats_from_samples
 from edgepart.errors import RuntimeBackendError, UsageError
 
 __all__ = [
     "EXECUTORS",
+    "NODE_CHAIN",
     "Timer",
     "TimingConfig",
+    "delegate_node_stats",
+    "fit_intercept",
     "invoke_overhead",
     "make_interpreter",
+    "node_timers",
     "overhead_timer",
     "prepare",
     "run_rounds",
@@ -274,13 +280,14 @@ def reference_values(content: bytes, names: Sequence[str], seed: int) -> dict[st
     return out
 
 
-def overhead_model(delegate_node: bool = False) -> bytes:
+def overhead_model(delegate_node: bool = False, ops: int = 1) -> bytes:
     """A minimal model whose invocation measures fixed costs.
 
     Without ``delegate_node``: a model without ops (its input is its output), the cost of an
-    invocation itself. With it: a one-element ``ADD``, which XNNPACK takes as a one-node
-    delegate partition; the difference between the two is what one delegate node costs
-    (entering the delegate kernel and running its runtime), paid once per partition.
+    invocation itself. With it: a chain of ``ops`` one-element ``ADD`` ops, which XNNPACK takes
+    as one delegate partition. Chains of several lengths let :func:`delegate_node_stats`
+    separate what the delegate node costs (entering the delegate kernel and running its
+    runtime, paid once per partition) from what each ``ADD`` adds inside it.
     """
     from edgepart.ir.builder import ModelBuilder
     from edgepart.ir.dtypes import DType
@@ -290,10 +297,13 @@ def overhead_model(delegate_node: bool = False) -> bytes:
     g = mb.subgraph("main")
     a = g.input("a", DType.FLOAT32, (1,))
     if delegate_node:
-        y = g.tensor("y", DType.FLOAT32, (1,))
-        g.op("ADD", [a, a], [y])
-        g.output(y)
-        mb.add_signature("serving_default", 0, [("a", a)], [("y", y)])
+        x = a
+        for k in range(max(ops, 1)):
+            y = g.tensor(f"y{k}", DType.FLOAT32, (1,))
+            g.op("ADD", [x, x], [y])
+            x = y
+        g.output(x)
+        mb.add_signature("serving_default", 0, [("a", a)], [("y", x)])
     else:
         g.output(a)
         mb.add_signature("serving_default", 0, [("a", a)], [("a", a)])
@@ -301,7 +311,12 @@ def overhead_model(delegate_node: bool = False) -> bytes:
 
 
 def overhead_timer(
-    executor: str, threads: int, cfg: TimingConfig | None = None, *, delegate_node: bool = False
+    executor: str,
+    threads: int,
+    cfg: TimingConfig | None = None,
+    *,
+    delegate_node: bool = False,
+    ops: int = 1,
 ) -> Timer:
     """A prepared :class:`Timer` of :func:`overhead_model` (at least 20 samples)."""
     cfg = cfg or TimingConfig()
@@ -313,7 +328,35 @@ def overhead_timer(
         cfg.batch_s,
         cfg.seed,
     )
-    return prepare(overhead_model(delegate_node), executor, threads, heavier)
+    return prepare(overhead_model(delegate_node, ops), executor, threads, heavier)
+
+
+NODE_CHAIN = (1, 2, 4, 8)  # chain lengths whose timings give the delegate node's fixed cost
+
+
+def node_timers(executor: str, threads: int, cfg: TimingConfig | None = None) -> list[Timer]:
+    """Timers of delegated ``ADD`` chains of :data:`NODE_CHAIN` lengths, [] if not delegated.
+
+    The executor must take every chain as exactly one delegate node, else nothing is returned
+    (builtin and reference kernels do not delegate).
+    """
+    out = []
+    for k in NODE_CHAIN:
+        t = overhead_timer(executor, threads, cfg, delegate_node=True, ops=k)
+        if t.delegate_nodes != 1:
+            return []
+        out.append(t)
+    return out
+
+
+def delegate_node_stats(timers: Sequence[Timer]) -> Stats:
+    """What an invocation of a delegate node holding no ops costs: each statistic of the chain
+    timers' samples fitted linearly against chain length, at length 0 (see :func:`fit_intercept`).
+
+    A one-op model would count the op's own time as part of the node, and every op measured
+    inside a delegate would then be charged one ``ADD`` too little.
+    """
+    return fit_intercept(NODE_CHAIN[: len(timers)], [t.stats() for t in timers])
 
 
 def invoke_overhead(executor: str, threads: int, cfg: TimingConfig | None = None) -> Stats:
