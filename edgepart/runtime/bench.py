@@ -2,18 +2,21 @@
 
 Latency: ``warmup`` untimed calls, then ``repeat`` calls each timed with ``perf_counter``;
 the median and the 90th percentile are reported (means are too sensitive to a shared, noisy
-machine). Throughput: the wall time of streaming ``n`` inputs after a warm-up stream.
+machine). Throughput (:func:`time_stream`): the wall time of streaming ``n`` inputs, end to end
+(``n / total``, which includes filling and draining the pipeline: with ``s`` equal stages
+about ``s - 1`` extra periods), and in steady state (``(n - 1) / (last result - first
+result)``, one result per period once the pipeline is full).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LatencyStats", "time_calls"]
+__all__ = ["LatencyStats", "StreamStats", "time_calls", "time_stream"]
 
 
 @dataclass(frozen=True)
@@ -49,3 +52,38 @@ def time_calls(fn: Callable[[], object], *, warmup: int = 10, repeat: int = 100)
         fn()
         samples[i] = clock() - t0
     return LatencyStats.of(samples)
+
+
+@dataclass(frozen=True)
+class StreamStats:
+    """Timing of one stream of ``n`` results."""
+
+    n: int
+    total_s: float
+    """From asking for the first result to receiving the last."""
+    steady_s: float
+    """From receiving the first result to receiving the last."""
+
+    @property
+    def throughput_per_s(self) -> float:
+        """End to end: ``n / total_s`` (includes pipeline fill and drain)."""
+        return self.n / self.total_s if self.total_s > 0 else 0.0
+
+    @property
+    def steady_per_s(self) -> float | None:
+        """Steady state: ``(n - 1) / steady_s``; ``None`` with fewer than 2 results."""
+        return (self.n - 1) / self.steady_s if self.n > 1 and self.steady_s > 0 else None
+
+
+def time_stream(results: Iterable[object]) -> StreamStats:
+    """Drain ``results`` (e.g. a ``run_stream`` generator, which starts work on first use)."""
+    clock = time.perf_counter
+    t0 = clock()
+    first = last = t0
+    n = 0
+    for _ in results:
+        last = clock()
+        if n == 0:
+            first = last
+        n += 1
+    return StreamStats(n, last - t0, last - first)

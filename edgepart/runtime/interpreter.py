@@ -150,11 +150,10 @@ class PartitionedInterpreter:
                 tuple((local, self._parts[j].tensor(out)) for local, j, out in pulls)
                 for pulls in self._routes.pulls
             ]
-            n = len(self._parts)
             self._scheduler = (
                 Concurrent(self._run_part, self._routes)
                 if self._parallel
-                else Serial(self._run_part, n)
+                else Serial(self._run_all)
             )
 
     def get_input_details(self) -> list[dict[str, Any]]:
@@ -323,11 +322,26 @@ class PartitionedInterpreter:
                 it.set_tensor(local, view())
             it.invoke()
         except (ValueError, RuntimeError) as err:
-            p, c = self._plan.partitions[k], self._choices[k]
-            msg = " ".join(str(err).split())
-            raise _details.PartitionInvokeError(
-                f"partition {p.id} ({p.unit_name}, {c.executed_on}) failed: {msg}"
-            ) from err
+            raise self._invoke_error(k, err) from err
+
+    def _run_all(self) -> None:
+        """Every partition in plan order on this thread (the serial schedule's hot loop)."""
+        k = 0
+        try:
+            for k, it in enumerate(self._parts):
+                set_tensor = it.set_tensor
+                for local, view in self._steps[k]:
+                    set_tensor(local, view())
+                it.invoke()
+        except (ValueError, RuntimeError) as err:
+            raise self._invoke_error(k, err) from err
+
+    def _invoke_error(self, k: int, err: Exception) -> _details.PartitionInvokeError:
+        p, c = self._plan.partitions[k], self._choices[k]
+        msg = " ".join(str(err).split())
+        return _details.PartitionInvokeError(
+            f"partition {p.id} ({p.unit_name}, {c.executed_on}) failed: {msg}"
+        )
 
     def _detail(self, t: int, side: str) -> dict[str, Any]:
         k, local = self._routes.homes[t]

@@ -14,10 +14,13 @@ partition (in plan order) is the one raised.
 
 from __future__ import annotations
 
+import functools
+import queue
 import threading
+import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
+from edgepart.errors import UsageError
 from edgepart.runtime.routing import Routes
 
 __all__ = ["Concurrent", "Serial"]
@@ -26,23 +29,28 @@ RunPart = Callable[[int], None]
 
 
 class Serial:
-    """Partitions one after another in plan order."""
+    """Partitions one after another in plan order, by one callable that runs them all.
 
-    def __init__(self, run_part: RunPart, n: int) -> None:
-        self._run = run_part
-        self._order = range(n)
+    The interpreter passes a single loop over pre-bound calls (no per-partition dispatch):
+    with several small partitions the Python work between two LiteRT invokes is part of the
+    latency.
+    """
 
-    def run(self) -> None:
-        run = self._run
-        for k in self._order:
-            run(k)
+    def __init__(self, run_all: Callable[[], None]) -> None:
+        self.run = run_all
 
     def close(self) -> None:
         pass
 
 
 class Concurrent:
-    """One worker per unit; cross-unit dependencies are waited for with events."""
+    """One worker per unit; cross-unit dependencies are waited for with events.
+
+    The workers are threads started once and kept (not a pool task per ``invoke``): each waits
+    on its own queue for the next run, so an ``invoke`` costs one queue hand-off per extra
+    unit. A worker holds no reference to the scheduler between runs; when the scheduler is
+    closed or garbage-collected, its workers are told to stop.
+    """
 
     def __init__(self, run_part: RunPart, routes: Routes) -> None:
         self._run = run_part
@@ -50,20 +58,34 @@ class Concurrent:
         self._done = [threading.Event() for _ in routes.units]
         self._errors: list[tuple[int, BaseException]] = []
         self._lock = threading.Lock()
-        n_workers = len(routes.unit_lists) - 1
-        self._pool = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="edgepart-unit")
+        self._go: list[queue.SimpleQueue[Callable[[], None] | None]] = [
+            queue.SimpleQueue() for _ in routes.unit_lists[1:]
+        ]
+        self._finished: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(
+                target=_worker, args=(go, self._finished), daemon=True, name=f"edgepart-unit-{i}"
+            )
+            for i, go in enumerate(self._go, start=1)
+        ]
+        for th in self._threads:
+            th.start()
+        self._finalizer = weakref.finalize(self, _stop_workers, self._go)
 
     def run(self) -> None:
+        if not self._finalizer.alive:
+            raise UsageError("this interpreter was closed; create a new one to invoke again")
         for e in self._done:
             e.clear()
         self._errors.clear()
         lists = self._routes.unit_lists
-        futures = [self._pool.submit(self._unit, lst) for lst in lists[1:]]
+        for go, lst in zip(self._go, lists[1:], strict=True):
+            go.put(functools.partial(self._unit, lst))
         try:
             self._unit(lists[0])
         finally:
-            for f in futures:
-                f.result()
+            for _ in self._go:
+                self._finished.get()
         if self._errors:
             _, err = min(self._errors, key=lambda e: e[0])
             raise err
@@ -82,4 +104,26 @@ class Concurrent:
             self._done[k].set()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self._finalizer()
+        for th in self._threads:
+            th.join()
+
+
+def _worker(
+    go: queue.SimpleQueue[Callable[[], None] | None], finished: queue.SimpleQueue[None]
+) -> None:
+    """Run each job put on ``go`` (a unit's partitions) until ``None`` arrives."""
+    while True:
+        job = go.get()
+        if job is None:
+            return
+        try:
+            job()  # _unit records partition errors itself
+        finally:
+            del job  # hold no reference to the scheduler between runs
+            finished.put(None)
+
+
+def _stop_workers(gos: list[queue.SimpleQueue[Callable[[], None] | None]]) -> None:
+    for go in gos:
+        go.put(None)

@@ -61,14 +61,14 @@ class Pipeline:
         for k, deps in enumerate(graph.deps):
             for d in deps:
                 succs[d].append(k)
-        self.edges: dict[tuple[int, int], queue.Queue[Any]] = {
-            (d, k): queue.Queue() for k in range(n) for d in graph.deps[k]
+        self.edges: dict[tuple[int, int], queue.SimpleQueue[Any]] = {
+            (d, k): queue.SimpleQueue() for k in range(n) for d in graph.deps[k]
         }
-        self.feed: dict[int, queue.Queue[Any]] = {
-            k: queue.Queue() for k in range(n) if not graph.deps[k]
+        self.feed: dict[int, queue.SimpleQueue[Any]] = {
+            k: queue.SimpleQueue() for k in range(n) if not graph.deps[k]
         }
-        self.done: dict[int, queue.Queue[Any]] = {
-            k: queue.Queue() for k in range(n) if not succs[k]
+        self.done: dict[int, queue.SimpleQueue[Any]] = {
+            k: queue.SimpleQueue() for k in range(n) if not succs[k]
         }
         self.inq = [[self.edges[d, k] for d in graph.deps[k]] or [self.feed[k]] for k in range(n)]
         self.outq = [[self.edges[k, s] for s in succs[k]] or [self.done[k]] for k in range(n)]
@@ -150,32 +150,40 @@ class Pipeline:
         return as_dict
 
     def _stage(self, k: int) -> None:
+        # Hot loop: one pass per input. Names are bound once because per-item Python work
+        # here sits on the pipeline's critical path (the GIL is only free inside invoke).
         it = self.interp._parts[k]
+        set_tensor, invoke, view = it.set_tensor, it.invoke, it.tensor
         lock = self.locks[k]
         entry = self.interp.plan.partitions[k]
+        inq, outq = self.inq[k], self.outq[k]
+        first, rest = inq[0].get, [q.get for q in inq[1:]]
+        stage_in, stage_out, stage_res = self.stage_in[k], self.stage_out[k], self.stage_res[k]
+        copyto = np.copyto
         while True:
-            msgs = [q.get() for q in self.inq[k]]
-            msg = msgs[0]
+            msg = first()
+            for get in rest:  # one message from every predecessor, all for the same input
+                get()
             if msg is _STOP:
-                for q in self.outq[k]:
+                for q in outq:
                     q.put(_STOP)
                 return
             slot: Slot = msg
             if slot.error is None:
                 try:
                     buffers = slot.buffers
-                    for local, t in self.stage_in[k]:
-                        it.set_tensor(local, buffers[t])
+                    for local, t in stage_in:
+                        set_tensor(local, buffers[t])
                     with lock:
-                        it.invoke()
-                    for local, t in self.stage_out[k]:
-                        np.copyto(buffers[t], it.tensor(local)())
-                    for local, t in self.stage_res[k]:
+                        invoke()
+                    for local, t in stage_out:
+                        copyto(buffers[t], view(local)())
+                    for local, t in stage_res:
                         slot.results[t] = it.get_tensor(local)
                 except Exception as err:  # handed to the caller in input order
                     msg_ = " ".join(str(err).split())
                     slot.error = PartitionInvokeError(
                         f"partition {entry.id} ({entry.unit_name}) failed while streaming: {msg_}"
                     )
-            for q in self.outq[k]:
+            for q in outq:
                 q.put(slot)

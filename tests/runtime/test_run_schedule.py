@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -12,8 +13,9 @@ from rt_cuts import contiguous
 from rt_models import branchy_mlp, gather_model
 
 from edgepart.bundle import PartitionSpec, build_bundle
-from edgepart.errors import RuntimeBackendError
+from edgepart.errors import RuntimeBackendError, UsageError
 from edgepart.runtime import PartitionedInterpreter, TensorValueError
+from edgepart.runtime.bench import time_stream
 from edgepart.tflite.reader import read_model
 from edgepart.tflite.writer import write_model
 
@@ -234,3 +236,57 @@ def test_stateful_model_streams_in_order(corpus, corpus_manifest):
     got = list(pi.run_stream(feeds))
     for g, w in zip(got, want, strict=True):
         assert all(np.array_equal(a, b) for a, b in zip(g, w, strict=True))
+
+
+def _unit_workers():
+    return {t for t in threading.enumerate() if t.name.startswith("edgepart-unit")}
+
+
+def test_concurrent_workers_are_kept_and_stop_on_close_or_when_dropped():
+    model, specs = _branchy(width=16, depth=2)
+    bundle = build_bundle(model, specs)
+    before = _unit_workers()  # interpreters of other tests may still be alive
+    pi = PartitionedInterpreter(bundle=bundle)
+    pi.allocate_tensors()
+    mine = _unit_workers() - before
+    assert len(mine) == 1  # two units: the caller's thread runs the first
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        x = rng.standard_normal((1, 16)).astype(np.float32)
+        pi.set_tensor(0, x)
+        pi.invoke()
+        assert np.array_equal(
+            pi.get_tensor(pi.get_output_details()[0]["index"]), _reference(model, x)
+        )
+    assert _unit_workers() - before == mine  # no new thread per invoke
+    pi.close()
+    assert not any(t.is_alive() for t in mine)
+    with pytest.raises(UsageError, match="closed"):
+        pi.invoke()
+    pi.close()  # a second close is harmless
+
+    dropped = PartitionedInterpreter(bundle=bundle)
+    dropped.allocate_tensors()
+    dropped.set_tensor(0, np.ones((1, 16), np.float32))
+    dropped.invoke()
+    theirs = _unit_workers() - before - mine
+    assert len(theirs) == 1
+    del dropped
+    gc.collect()
+    for t in theirs:
+        t.join(timeout=30)
+        assert not t.is_alive()
+
+
+def test_time_stream_counts_results_and_times_the_steady_state(corpus):
+    _, bundle = _stream_setup(corpus)
+    pi = PartitionedInterpreter(bundle=bundle)
+    pi.allocate_tensors()
+    x = np.zeros((1, 96, 96, 3), np.float32)
+    st = time_stream(pi.run_stream([x] for _ in range(12)))
+    assert st.n == 12
+    assert 0 < st.steady_s < st.total_s
+    assert st.throughput_per_s == pytest.approx(12 / st.total_s)
+    assert st.steady_per_s == pytest.approx(11 / st.steady_s)
+    one = time_stream(pi.run_stream([[x]]))
+    assert one.n == 1 and one.steady_s == 0 and one.steady_per_s is None
