@@ -33,12 +33,14 @@ setup(
         Extension(
             "edgepart.tflite._fbcore",
             sources=["edgepart/tflite/_fbcore.c"],
+            depends=["edgepart/tflite/_fbread.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
             "edgepart.tflite._fbwalk",
             sources=["edgepart/tflite/_fbwalk.c"],
+            depends=["edgepart/tflite/_fbread.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

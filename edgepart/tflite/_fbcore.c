@@ -14,23 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint16_t rd_u16(const uint8_t *d, int64_t p) {
-    uint16_t v;
-    memcpy(&v, d + p, 2);
-    return v;
-}
-
-static inline uint32_t rd_u32(const uint8_t *d, int64_t p) {
-    uint32_t v;
-    memcpy(&v, d + p, 4);
-    return v;
-}
-
-static inline int32_t rd_i32(const uint8_t *d, int64_t p) {
-    int32_t v;
-    memcpy(&v, d + p, 4);
-    return v;
-}
+#include "_fbread.h"
 
 /* Acquire a contiguous buffer of at least min_len items of item_size bytes. */
 static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t item_size) {

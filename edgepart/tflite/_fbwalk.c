@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_fbread.h"
+
 enum { K_SCALAR = 0, K_STRING = 1, K_VEC_SCALAR = 2, K_VEC_STRING = 3, K_TABLE = 4,
        K_VEC_TABLE = 5, K_UNION = 6 };
 enum { Q_SCALAR = 0, Q_VECTOR = 1, Q_STRING = 2, Q_CHILD = 3, Q_UNION = 4, Q_POS = 5,
@@ -45,24 +47,6 @@ typedef struct {
     int64_t *visits;
     int64_t budget_tables, budget_elems;
 } W;
-
-static inline uint16_t rd_u16(const uint8_t *d, int64_t p) {
-    uint16_t v;
-    memcpy(&v, d + p, 2);
-    return v;
-}
-
-static inline uint32_t rd_u32(const uint8_t *d, int64_t p) {
-    uint32_t v;
-    memcpy(&v, d + p, 4);
-    return v;
-}
-
-static inline int32_t rd_i32(const uint8_t *d, int64_t p) {
-    int32_t v;
-    memcpy(&v, d + p, 4);
-    return v;
-}
 
 static int put(Out *o, const void *src, Py_ssize_t n) {
     if (o->len + n > o->cap) {
