@@ -6,6 +6,7 @@ whatever other ``conftest`` modules pytest has loaded).
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,21 @@ from adb_fixtures import (
     private_adb_server,
 )
 from bench_helpers import build_model
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hangup_kills() -> Iterator[None]:
+    """Shells on the emulated device must die of SIGHUP, as adbd's do when the transport drops.
+
+    A test run started under ``nohup`` ignores SIGHUP, and an ignored signal stays ignored
+    through ``exec`` (``sh`` cannot even trap it back), so every command the emulator spawned
+    would survive its hangup. Restore the default for this run's children.
+    """
+    before = signal.getsignal(signal.SIGHUP)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, before)
 
 
 @pytest.fixture(scope="session")
