@@ -18,7 +18,6 @@ from edgepart.cost.table import Stats
 from edgepart.ir import analysis
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Subgraph
-from edgepart.ir.values import Csr
 from edgepart.tflite import opnames
 
 __all__ = ["Unit", "UnitResult", "convex_closure", "state_groups", "timing_units"]
@@ -70,23 +69,9 @@ def convex_closure(sg: Subgraph, ops: list[int]) -> list[int]:
     """The smallest convex superset: add every op on a path between two members."""
     succ = analysis.successors(sg)
     pred = analysis.predecessors(sg)
-    down = _reach(succ, ops, sg.num_ops)
-    up = _reach(pred, ops, sg.num_ops)
+    down = analysis.reachable(succ, ops, sg.num_ops)
+    up = analysis.reachable(pred, ops, sg.num_ops)
     return sorted(set(np.flatnonzero(down & up).tolist()) | set(ops))
-
-
-def _reach(adj: Csr, start: list[int], n: int) -> np.ndarray:
-    seen = np.zeros(n, dtype=bool)
-    seen[start] = True
-    stack = list(start)
-    ptr, nxt = adj.ptr.tolist(), adj.idx.tolist()
-    while stack:
-        i = stack.pop()
-        for j in nxt[ptr[i] : ptr[i + 1]]:
-            if not seen[j]:
-                seen[j] = True
-                stack.append(j)
-    return seen
 
 
 def state_groups(sg: Subgraph) -> list[tuple[int, ...]]:

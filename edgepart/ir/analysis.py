@@ -30,6 +30,7 @@ __all__ = [
     "op_edges",
     "predecessors",
     "producers",
+    "reachable",
     "successors",
     "tensor_lifetimes",
     "topological_order",
@@ -88,6 +89,22 @@ def predecessors(sg: Subgraph) -> Csr:
     src, dst = op_edges(sg)
     order = np.lexsort((src, dst))
     return _adjacency(sg.num_ops, dst[order], src[order])
+
+
+def reachable(adj: Csr, start: Sequence[int], n: int) -> np.ndarray:
+    """Boolean mask of the ``n`` nodes reachable from ``start`` (included) along ``adj``
+    (e.g. :func:`successors` for descendants, :func:`predecessors` for ancestors)."""
+    seen = np.zeros(n, dtype=bool)
+    seen[list(start)] = True
+    stack = list(start)
+    ptr, nxt = adj.ptr.tolist(), adj.idx.tolist()
+    while stack:
+        i = stack.pop()
+        for j in nxt[ptr[i] : ptr[i + 1]]:
+            if not seen[j]:
+                seen[j] = True
+                stack.append(j)
+    return seen
 
 
 def _adjacency(n: int, src: np.ndarray, dst: np.ndarray) -> Csr:

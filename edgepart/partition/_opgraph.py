@@ -11,7 +11,7 @@ from edgepart.ir.graph import Subgraph
 from edgepart.ir.values import Csr
 from edgepart.partition.topology import csr_from_pairs
 
-__all__ = ["OpGraph", "UnionFind", "reach", "strong_components"]
+__all__ = ["OpGraph", "UnionFind", "strong_components"]
 
 
 class UnionFind:
@@ -82,25 +82,11 @@ class OpGraph:
 
     def closure(self, ops: Sequence[int]) -> np.ndarray:
         """Convex closure: ``ops`` plus every op on a path between two of them."""
-        down = reach(self.succ, ops, self.n)
-        up = reach(self.pred, ops, self.n)
+        down = analysis.reachable(self.succ, ops, self.n)
+        up = analysis.reachable(self.pred, ops, self.n)
         out = down & up
         out[list(ops)] = True
         return np.flatnonzero(out)
-
-
-def reach(adj: Csr, start: Sequence[int], n: int) -> np.ndarray:
-    seen = np.zeros(n, dtype=bool)
-    seen[list(start)] = True
-    stack = list(start)
-    ptr, nxt = adj.ptr.tolist(), adj.idx.tolist()
-    while stack:
-        i = stack.pop()
-        for j in nxt[ptr[i] : ptr[i + 1]]:
-            if not seen[j]:
-                seen[j] = True
-                stack.append(j)
-    return seen
 
 
 def strong_components(succ: Csr, k: int) -> list[list[int]]:
