@@ -29,10 +29,10 @@ except ImportError:  # pragma: no cover - exercised when the extension is not bu
 if sys.byteorder != "little":  # pragma: no cover - the accelerator reads little-endian natively
     _fbcore = None
 
-__all__ = ["FlatBuffer", "Tables", "decode_table", "verify_union_column"]
+__all__ = ["SCALARS", "FlatBuffer", "Tables", "decode_table", "verify_union_column"]
 
 # (numpy dtype, byte size) per scalar schema type
-_SCALARS: dict[str, tuple[str, int]] = {
+SCALARS: dict[str, tuple[str, int]] = {
     "bool": ("u1", 1),
     "int8": ("i1", 1),
     "uint8": ("u1", 1),
@@ -58,7 +58,7 @@ class _Field:
         self.type = ftype
         self.default = default
         self.enum = enum
-        self.size = _SCALARS[ftype][1] if ftype in _SCALARS else 4
+        self.size = SCALARS[ftype][1] if ftype in SCALARS else 4
 
 
 _FIELDS: dict[str, dict[str, _Field]] = {
@@ -88,7 +88,7 @@ class _Views:
         cache = self.fb._views
         view = cache.get(code)
         if view is None:
-            dt, size = _SCALARS[code]
+            dt, size = SCALARS[code]
             view = cache[code] = np.frombuffer(self.fb.data, dt, count=self.fb.n // size)
         return view
 
@@ -359,7 +359,7 @@ class Tables:
     def scalar(self, name: str) -> np.ndarray:
         """The field's value for every table (its default where absent)."""
         f = self.fields[name]
-        dt, size = _SCALARS[f.type]
+        dt, size = SCALARS[f.type]
         default = 0 if f.default is None else f.default
         npdt = np.dtype(dt).newbyteorder("=")
         if not self._any[f.slot]:
@@ -403,7 +403,7 @@ class Tables:
         if not self._any[f.slot]:
             return np.zeros(len(self.pos) + 1, dtype=np.int64), self.fb.views[etype][:0].copy()
         start, length = self.vector_spans(name)
-        return self._gather(etype, _SCALARS[etype][1], start, length, name)
+        return self._gather(etype, SCALARS[etype][1], start, length, name)
 
     def _gather(
         self, etype: str, size: int, start: np.ndarray, length: np.ndarray, name: str
@@ -517,7 +517,7 @@ class Tables:
             if f.name in skip or not self._any[f.slot]:
                 continue
             kind = f.type
-            if kind in _SCALARS or kind == "string":
+            if kind in SCALARS or kind == "string":
                 continue
             if kind == "[string]":
                 self.string_vector(f.name)
@@ -525,7 +525,7 @@ class Tables:
                 for _, sub in self.union(f.name)[2].values():
                     sub.verify(depth=depth + 1)
             elif kind.startswith("["):
-                if kind[1:-1] not in _SCALARS:
+                if kind[1:-1] not in SCALARS:
                     self.tables(f.name)[1].verify(depth=depth + 1)
             else:
                 self.table(f.name)[1].verify(depth=depth + 1)
@@ -538,7 +538,7 @@ class _Layout:
         fields = sorted(_FIELDS[ttype].values(), key=lambda f: f.slot)
         self.sizes = _SLOT_SIZES[ttype]
         self.sizes_l = self.sizes.tolist()
-        offs = [f for f in fields if f.type not in _SCALARS]
+        offs = [f for f in fields if f.type not in SCALARS]
         self.off_slots = np.array([f.slot for f in offs], dtype=np.int64)
         self.off_slots_l = self.off_slots.tolist()
         self.col = {f.name: i for i, f in enumerate(offs)}
@@ -550,7 +550,7 @@ class _Layout:
                 is_str.append(1)
             elif f.type.startswith("["):
                 elem = f.type[1:-1]
-                esize.append(_SCALARS[elem][1] if elem in _SCALARS else 4)
+                esize.append(SCALARS[elem][1] if elem in SCALARS else 4)
                 sized.append(True)
                 is_str.append(0)
             else:  # sub-table or union value: checked by its own column
@@ -590,13 +590,13 @@ def _union_tables(enum: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, frozen
     for code, tname in members.items():
         for f in _FIELDS.get(tname, {}).values():
             sizes[code, f.slot] = f.size
-            if f.type in _SCALARS:
+            if f.type in SCALARS:
                 continue
             if f.type == "string":
                 kinds[code, f.slot] = 2
-            elif f.type.startswith("[") and f.type[1:-1] in _SCALARS:
+            elif f.type.startswith("[") and f.type[1:-1] in SCALARS:
                 kinds[code, f.slot] = 1
-                esize[code, f.slot] = _SCALARS[f.type[1:-1]][1]
+                esize[code, f.slot] = SCALARS[f.type[1:-1]][1]
             else:
                 kinds[code, f.slot] = 3
                 nested.add(code)
@@ -674,7 +674,7 @@ def decode_table(fb: FlatBuffer, ttype: str, pos: int) -> dict[str, Any]:
             continue
         e = 4 + 2 * f.slot
         off = _U16.unpack_from(data, vt + e)[0] if e < vts else 0
-        if f.type in _SCALARS:
+        if f.type in SCALARS:
             if off == 0:
                 v: Any = f.default
             else:
@@ -714,8 +714,8 @@ def decode_table(fb: FlatBuffer, ttype: str, pos: int) -> dict[str, Any]:
             n = _U32.unpack_from(data, tgt)[0]
             if etype == "uint8":
                 out[f.name] = bytes(data[tgt + 4 : tgt + 4 + n])
-            elif etype in _SCALARS:
-                arr = np.frombuffer(data, _SCALARS[etype][0], n, tgt + 4)
+            elif etype in SCALARS:
+                arr = np.frombuffer(data, SCALARS[etype][0], n, tgt + 4)
                 out[f.name] = tuple(arr.tolist())
             elif etype == "string":
                 items = []

@@ -19,7 +19,7 @@ import numpy as np
 
 from edgepart.tflite._schema import ENUMS, TABLES
 from edgepart.tflite.columns import RawModel
-from edgepart.tflite.flatbuf import FlatBuffer
+from edgepart.tflite.flatbuf import SCALARS, FlatBuffer
 
 try:  # the optional C walker (see _fbwalk.c)
     from edgepart.tflite import _fbwalk  # type: ignore[attr-defined]
@@ -34,34 +34,9 @@ __all__ = ["native_columns"]
 K_SCALAR, K_STRING, K_VEC_SCALAR, K_VEC_STRING, K_TABLE, K_VEC_TABLE, K_UNION = range(7)
 Q_SCALAR, Q_VECTOR, Q_STRING, Q_CHILD, Q_UNION, Q_POS, Q_SPAN, Q_SCALAR_SIGNED = range(8)
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
-_SIZES = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "utype": 1,
-    "int16": 2,
-    "uint16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float32": 4,
-    "float64": 8,
-}
-_DTYPES = {
-    "bool": "u1",
-    "int8": "i1",
-    "uint8": "u1",
-    "utype": "u1",
-    "int16": "<i2",
-    "uint16": "<u2",
-    "int32": "<i4",
-    "uint32": "<u4",
-    "int64": "<i8",
-    "uint64": "<u8",
-    "float32": "<f4",
-    "float64": "<f8",
-}
+# the reader's scalar table: numpy dtype and byte size per schema scalar type
+_SIZES = {name: size for name, (_, size) in SCALARS.items()}
+_DTYPES = {name: dtype for name, (dtype, _) in SCALARS.items()}
 
 # (table, field, request kind): everything RawModel needs.
 REQUESTS: tuple[tuple[str, str, int], ...] = (

@@ -25,6 +25,7 @@ from edgepart.ir.graph import Model, Subgraph
 from edgepart.ir.values import OpCode, Options, Quantization, Sparsity
 from edgepart.tflite import opnames
 from edgepart.tflite._schema import ENUMS, TABLES
+from edgepart.tflite.flatbuf import SCALARS
 
 __all__ = ["save_model", "serialize", "write_model"]
 
@@ -34,19 +35,7 @@ FLATBUFFER_LIMIT = 2**31 - 2**24
 _ALIGN = 16
 
 _ENUM_CODES = {name: {v: k for k, v in members.items()} for name, members in ENUMS.items()}
-_NP = {
-    "bool": "<u1",
-    "int8": "<i1",
-    "uint8": "<u1",
-    "int16": "<i2",
-    "uint16": "<u2",
-    "int32": "<i4",
-    "uint32": "<u4",
-    "int64": "<i8",
-    "uint64": "<u8",
-    "float32": "<f4",
-    "float64": "<f8",
-}
+_NP = {name: dtype for name, (dtype, _) in SCALARS.items()}  # numpy dtype per scalar type
 _PREPEND = {
     "bool": "PrependBoolSlot",
     "int8": "PrependInt8Slot",
