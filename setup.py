@@ -1,8 +1,8 @@
 """Build hooks; metadata lives in pyproject.toml.
 
-* The optional C accelerator of the flatbuffer reader. If no C compiler is available the build
-  continues and the reader uses its NumPy implementation alone (same results, slower on small
-  models).
+* The optional C accelerators of the flatbuffer reader. If no C compiler (or, for the walker,
+  no NumPy headers) is available the build continues and the reader uses its NumPy
+  implementation alone (same results, slower on small models).
 * The shipped data folders (``delegates/``, ``device_profiles/``) are copied into the package as
   ``edgepart/_data/`` so a built wheel finds them (a source checkout reads them in place).
 """
@@ -11,6 +11,13 @@ import shutil
 from pathlib import Path
 
 from setuptools import Extension, setup
+
+try:  # the walker builds NumPy arrays directly (NumPy is a build requirement in pyproject.toml)
+    import numpy
+
+    NUMPY_INCLUDE = [numpy.get_include()]
+except ImportError:  # pragma: no cover - then the walker fails to build, which is optional
+    NUMPY_INCLUDE = []
 from setuptools.command.build_py import build_py
 
 DATA_DIRS = ("delegates", "device_profiles")
@@ -41,6 +48,7 @@ setup(
             "edgepart.tflite._fbwalk",
             sources=["edgepart/tflite/_fbwalk.c"],
             depends=["edgepart/tflite/_fbread.h"],
+            include_dirs=NUMPY_INCLUDE,
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -76,7 +76,6 @@ class LazySeq(Sequence[T], Generic[T]):
         return v  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True, eq=False)
 class BufferTable:
     """The model's buffers, each a byte range of one of a few backing memories.
 
@@ -84,16 +83,66 @@ class BufferTable:
     data); buffer ``i`` is ``mems[mem[i]][start[i] : start[i] + length[i]]``. ``external[i]`` is
     true when the file stored it after the flatbuffer (the offset/size layout of >2 GB models).
     Reading data through :meth:`data` never copies.
+
+    A table made by :meth:`deferred` knows only how many buffers there are until one of the
+    columns is first read; then it calls its loader once (the reader verifies the file's
+    Buffer tables there, so a defect in them raises at that point).
     """
 
-    mems: tuple[Any, ...]
-    mem: np.ndarray
-    start: np.ndarray
-    length: np.ndarray
-    external: np.ndarray
+    __slots__ = ("_cols", "_count", "_load", "mems")
+
+    def __init__(
+        self,
+        mems: tuple[Any, ...],
+        mem: np.ndarray,
+        start: np.ndarray,
+        length: np.ndarray,
+        external: np.ndarray,
+    ) -> None:
+        self.mems = mems
+        self._cols: tuple[np.ndarray, ...] | None = (mem, start, length, external)
+        self._count = len(start)
+        self._load: Callable[[], tuple[np.ndarray, ...]] | None = None
+
+    @classmethod
+    def deferred(
+        cls, count: int, mems: tuple[Any, ...], load: Callable[[], tuple[np.ndarray, ...]]
+    ) -> BufferTable:
+        """A table of ``count`` buffers whose columns ``load()`` returns on first use, as
+        ``(mem, start, length, external)``."""
+        table = cls.__new__(cls)
+        table.mems = mems
+        table._cols = None
+        table._count = count
+        table._load = load
+        return table
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        cols = self._cols
+        if cols is None:
+            assert self._load is not None
+            cols = self._cols = self._load()
+            self._load = None
+        return cols
+
+    @property
+    def mem(self) -> np.ndarray:
+        return self._columns()[0]
+
+    @property
+    def start(self) -> np.ndarray:
+        return self._columns()[1]
+
+    @property
+    def length(self) -> np.ndarray:
+        return self._columns()[2]
+
+    @property
+    def external(self) -> np.ndarray:
+        return self._columns()[3]
 
     def __len__(self) -> int:
-        return len(self.start)
+        return self._count
 
     def data(self, i: int) -> np.ndarray:
         """Buffer ``i`` as a read-only uint8 view (empty for buffers without data)."""

@@ -307,7 +307,49 @@ done:
     return result;
 }
 
+/* first_outside(values, lo, hi) -> int: the index of the first value outside [lo, hi), or -1.
+ * values: any contiguous 1-D integer buffer (formats b B h H i I l L q Q). */
+static PyObject *first_outside(PyObject *self, PyObject *args) {
+    PyObject *o;
+    long long lo, hi;
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "OLL", &o, &lo, &hi)) return NULL;
+    if (PyObject_GetBuffer(o, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    const char *f = b.format ? b.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    const Py_ssize_t k = b.itemsize ? b.len / b.itemsize : 0;
+    Py_ssize_t bad = -1;
+#define SCAN(T)                                                                               \
+    do {                                                                                      \
+        const T *v = (const T *)b.buf;                                                        \
+        for (Py_ssize_t i = 0; i < k; i++) {                                                  \
+            if ((long long)v[i] < lo || (long long)v[i] >= hi) {                              \
+                bad = i;                                                                      \
+                break;                                                                        \
+            }                                                                                 \
+        }                                                                                     \
+    } while (0)
+    switch (f[1] ? 0 : f[0]) {
+    case 'b': SCAN(int8_t); break;
+    case 'B': SCAN(uint8_t); break;
+    case 'h': SCAN(int16_t); break;
+    case 'H': SCAN(uint16_t); break;
+    case 'i': SCAN(int32_t); break;
+    case 'I': SCAN(uint32_t); break;
+    case 'l':
+    case 'q': if (b.itemsize == 8) { SCAN(int64_t); break; } /* fall through */
+    default:
+        PyBuffer_Release(&b);
+        PyErr_Format(PyExc_TypeError, "first_outside: unsupported format %s", b.format);
+        return NULL;
+    }
+#undef SCAN
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(bad);
+}
+
 static PyMethodDef methods[] = {
+    {"first_outside", first_outside, METH_VARARGS, "First value outside [lo, hi), or -1."},
     {"union_column", union_column, METH_VARARGS, "Verify union values of mixed member types."},
     {"table_column", table_column, METH_VARARGS, "Verify a column of tables; fill entries."},
     {"gather", gather, METH_VARARGS, "Concatenate byte ranges into an output buffer."},

@@ -7,9 +7,10 @@
  * depth-first, slot order, applying flatbuffers' verifier rules: every table, vtable, field,
  * string and vector inside the buffer and aligned, strings NUL-terminated, union members
  * known. For each requested (type, slot) it appends that field of every visited table of the
- * type to the request's output, in visit order. It returns the outputs and per-type visit
- * counts, or None if anything is malformed (the caller then runs the NumPy reader, which
- * raises the precise error). Work is bounded: at most one table per 4 bytes of input and one
+ * type to the request's output, in visit order. It returns the outputs as NumPy arrays, or None
+ * if anything is malformed (the caller then runs the NumPy reader, which raises the precise
+ * error). Tables of a deferred type (Q_DEFER) are only located: the reader verifies them later,
+ * on first use. Work is bounded: at most one table per 4 bytes of input and one
  * vector element per byte, and a depth limit, so aliasing offsets cannot make it loop or blow
  * up. Every read is bounds-checked before it happens.
  */
@@ -18,12 +19,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#if NPY_ABI_VERSION < 0x02000000 /* NumPy 1.x headers */
+#define PyDataType_ELSIZE(descr) ((descr)->elsize)
+#endif
+
 #include "_fbread.h"
 
 enum { K_SCALAR = 0, K_STRING = 1, K_VEC_SCALAR = 2, K_VEC_STRING = 3, K_TABLE = 4,
        K_VEC_TABLE = 5, K_UNION = 6 };
 enum { Q_SCALAR = 0, Q_VECTOR = 1, Q_STRING = 2, Q_CHILD = 3, Q_UNION = 4, Q_POS = 5,
-       Q_SPAN = 6, Q_SCALAR_SIGNED = 7 };
+       Q_SPAN = 6, Q_SCALAR_SIGNED = 7, Q_DEFER = 8 };
 enum { OK = 0, MALFORMED = -1, FAILED = -2 };
 #define MAX_DEPTH 64
 
@@ -42,30 +49,41 @@ typedef struct {
     const int64_t *req_kind, *req_size, *req_default;
     int64_t *req_of_slot; /* per flat slot: request index or -1 */
     int64_t *req_pos;     /* per type: Q_POS request index or -1 */
+    int64_t *defer;       /* per type: 1 if its tables are only located, not visited */
     Out *out;  /* per request: fixed-size records */
     Out *data; /* per request: vector elements (Q_VECTOR) */
+    Out *aux;  /* per request: presence byte per row (Q_VECTOR) */
     int64_t *visits;
     int64_t budget_tables, budget_elems;
 } W;
 
-static int put(Out *o, const void *src, Py_ssize_t n) {
-    if (o->len + n > o->cap) {
-        Py_ssize_t cap = o->cap ? o->cap : 256;
-        while (cap < o->len + n) cap *= 2;
-        char *p = PyMem_Realloc(o->p, (size_t)cap);
-        if (!p) {
-            PyErr_NoMemory();
-            return FAILED;
-        }
-        o->p = p;
-        o->cap = cap;
+/* Makes room for n more bytes (outputs start at 4 KiB and double). */
+static int grow(Out *o, Py_ssize_t n) {
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + n) cap *= 2;
+    char *p = PyMem_Realloc(o->p, (size_t)cap);
+    if (!p) {
+        PyErr_NoMemory();
+        return FAILED;
     }
+    o->p = p;
+    o->cap = cap;
+    return OK;
+}
+
+static inline int put(Out *o, const void *src, Py_ssize_t n) {
+    if (o->len + n > o->cap && grow(o, n) < 0) return FAILED;
     memcpy(o->p + o->len, src, (size_t)n);
     o->len += n;
     return OK;
 }
 
-static int put_i64(Out *o, int64_t v) { return put(o, &v, 8); }
+static inline int put_i64(Out *o, int64_t v) {
+    if (o->len + 8 > o->cap && grow(o, 8) < 0) return FAILED;
+    memcpy(o->p + o->len, &v, 8);
+    o->len += 8;
+    return OK;
+}
 
 /* Checks the string or vector header at t; returns its length or -1 if malformed. */
 static int64_t vec_len(const W *w, int64_t t, int64_t esize, int is_str) {
@@ -92,6 +110,10 @@ static int visit(W *w, int64_t t, int64_t pos, int depth) {
     const int64_t n = w->n;
     if (depth > MAX_DEPTH || --w->budget_tables < 0) return MALFORMED;
     if (pos < 0 || pos > n - 4 || (pos & 3)) return MALFORMED;
+    if (w->defer[t]) { /* Q_DEFER: record where it is; the caller verifies it on first use */
+        w->visits[t]++;
+        return put_i64(&w->out[w->req_pos[t]], pos);
+    }
     const int64_t vt = pos - (int64_t)rd_i32(d, pos);
     if (vt < 0 || vt > n - 4 || (vt & 1)) return MALFORMED;
     const int64_t vts = rd_u16(d, vt), osz = rd_u16(d, vt + 2);
@@ -153,8 +175,10 @@ static int visit(W *w, int64_t t, int64_t pos, int depth) {
             }
             if (L > 0 && (w->budget_elems -= L) < 0) return MALFORMED;
             if (L > 0 && put(&w->data[r], d + tgt + 4, L * arg) < 0) return FAILED;
-            /* record: elements so far (the CSR end of this row), and whether it is present */
-            if (put_i64(&w->out[r], w->data[r].len / arg) < 0 || put_i64(&w->out[r], L >= 0) < 0)
+            /* record: elements so far (the CSR end of this row; the records start with 0);
+             * aux: whether the vector is present, a byte per row */
+            const uint8_t present = L >= 0;
+            if (put_i64(&w->out[r], w->data[r].len / arg) < 0 || put(&w->aux[r], &present, 1) < 0)
                 return FAILED;
             break;
         }
@@ -189,7 +213,9 @@ static int visit(W *w, int64_t t, int64_t pos, int depth) {
                     if (rc < 0) return rc;
                 }
             }
-            if (r >= 0) rc = put_i64(&w->out[r], L);
+            /* Q_CHILD: the vector's length (-1 if absent); Q_VECTOR: the CSR end of this row
+             * over all tables of the element type visited so far (their only parent) */
+            if (r >= 0) rc = put_i64(&w->out[r], w->req_kind[r] == Q_VECTOR ? w->visits[arg] : L);
             break;
         }
         case K_UNION: {
@@ -223,33 +249,68 @@ static int visit(W *w, int64_t t, int64_t pos, int depth) {
     return OK;
 }
 
-#define NARGS 14
+/* A new NumPy array of `count` items of `typenum` (shape (count / 2, 2) if pairs), holding a
+ * copy of `bytes`. */
+static PyObject *array_of(const Out *o, int typenum, int pairs) {
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    if (!descr) return NULL;
+    const Py_ssize_t item = PyDataType_ELSIZE(descr);
+    Py_DECREF(descr);
+    if (item <= 0 || o->len % (item * (pairs ? 2 : 1))) {
+        PyErr_SetString(PyExc_ValueError, "walk: output does not match its element type");
+        return NULL;
+    }
+    npy_intp dims[2] = {(npy_intp)(o->len / item), 2};
+    if (pairs) dims[0] /= 2;
+    PyObject *a = PyArray_SimpleNew(pairs ? 2 : 1, dims, typenum);
+    if (a && o->len) memcpy(PyArray_DATA((PyArrayObject *)a), o->p, (size_t)o->len);
+    return a;
+}
+
+/* Request r's output: an int64 array (pairs as (n, 2)), or for Q_VECTOR a tuple
+ * (CSR pointers, elements as `typenum`, presence per row as bool). */
+static PyObject *request_output(const W *w, int64_t r, int typenum) {
+    const int64_t kind = w->req_kind[r];
+    if (kind != Q_VECTOR)
+        return array_of(&w->out[r], NPY_INT64, kind == Q_STRING || kind == Q_SPAN || kind == Q_UNION);
+    PyObject *ptr = array_of(&w->out[r], NPY_INT64, 0);
+    PyObject *values = array_of(&w->data[r], typenum, 0);
+    PyObject *present = array_of(&w->aux[r], NPY_BOOL, 0);
+    PyObject *t = (ptr && values && present) ? PyTuple_Pack(3, ptr, values, present) : NULL;
+    Py_XDECREF(ptr);
+    Py_XDECREF(values);
+    Py_XDECREF(present);
+    return t;
+}
+
 
 /* walk(data, root_type, root_pos, slot_base, nslots, slot_size, slot_kind, slot_arg,
- *      enum_base, enum_count, enum_member, req_flat_slot, req_kind, req_size_default)
- *   -> ((records, offsets, vector data per request...), visit counts) | None
- *   records: every request's int64 records in one blob, request r at [offsets[r], offsets[r+1]);
- *   scalars are widened to int64 (sign-extended for Q_SCALAR_SIGNED).
- * req_flat_slot: flat slot index (slot_base[type] + slot), or -1 - type for Q_POS.
+ *      enum_base, enum_count, enum_member, req_flat_slot, req_kind, req_size_default,
+ *      req_typenum) -> (one output per request) | None
+ *   Scalars are widened to int64 (sign-extended for Q_SCALAR_SIGNED); strings, spans and
+ *   unions are (n, 2) int64 arrays; a Q_VECTOR request gives (CSR pointers: 0, then the end
+ *   of each row; the elements, as NumPy type req_typenum; presence per row).
+ * req_flat_slot: flat slot index (slot_base[type] + slot), or -1 - type for Q_POS and
+ *   Q_DEFER (Q_DEFER: tables of that type are located, checked for alignment, not visited).
  * req_size_default: per request, the scalar's default value (as int64).
  */
 static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *data_obj;
     long long root_type, root_pos;
-    PyObject *o[11];
-    Py_buffer data, b[11];
+    PyObject *o[12];
+    Py_buffer data, b[12];
     int got = 0, have_data = 0;
     PyObject *result = NULL;
     int64_t nreq = 0;
     W w;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "OLLOOOOOOOOOOO", &data_obj, &root_type, &root_pos, &o[0],
+    if (!PyArg_ParseTuple(args, "OLLOOOOOOOOOOOO", &data_obj, &root_type, &root_pos, &o[0],
                           &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9],
-                          &o[10]))
+                          &o[10], &o[11]))
         return NULL;
     if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     have_data = 1;
-    for (; got < 11; got++) {
+    for (; got < 12; got++) {
         if (PyObject_GetBuffer(o[got], &b[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
         if (b[got].len % 8) {
             PyErr_SetString(PyExc_ValueError, "walk: int64 arrays expected");
@@ -274,9 +335,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     const int64_t *req_slot = b[8].buf;
     w.req_kind = b[9].buf;
     w.req_default = b[10].buf;
+    const int64_t *req_typenum = b[11].buf;
     nreq = b[8].len / 8;
     if (b[1].len != b[0].len || b[3].len != b[2].len || b[4].len != b[2].len ||
         b[6].len != b[5].len || b[9].len != b[8].len || b[10].len != b[8].len ||
+        b[11].len != b[8].len ||
         root_type < 0 || root_type >= w.ntypes) {
         PyErr_SetString(PyExc_ValueError, "walk: inconsistent schema arrays");
         goto done;
@@ -298,9 +361,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.req_of_slot = PyMem_Calloc((size_t)(w.nslots_total + 1), sizeof(int64_t));
     w.req_pos = PyMem_Calloc((size_t)(w.ntypes + 1), sizeof(int64_t));
     w.visits = PyMem_Calloc((size_t)(w.ntypes + 1), sizeof(int64_t));
+    w.defer = PyMem_Calloc((size_t)(w.ntypes + 1), sizeof(int64_t));
     w.out = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
     w.data = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
-    if (!w.req_of_slot || !w.req_pos || !w.visits || !w.out || !w.data) {
+    w.aux = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
+    if (!w.req_of_slot || !w.req_pos || !w.visits || !w.defer || !w.out || !w.data || !w.aux) {
         PyErr_NoMemory();
         goto done;
     }
@@ -309,11 +374,16 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     for (int64_t r = 0; r < nreq; r++) {
         const int64_t s = req_slot[r];
         if (s >= 0 && s < w.nslots_total) w.req_of_slot[s] = r;
-        else if (s < 0 && -1 - s < w.ntypes) w.req_pos[-1 - s] = r;
-        else {
+        else if (s < 0 && -1 - s < w.ntypes) {
+            w.req_pos[-1 - s] = r;
+            if (w.req_kind[r] == Q_DEFER) w.defer[-1 - s] = 1;
+        } else {
             PyErr_SetString(PyExc_ValueError, "walk: bad request");
             goto done;
         }
+    }
+    for (int64_t r = 0; r < nreq; r++) { /* CSR pointers start at 0 */
+        if (w.req_kind[r] == Q_VECTOR && put_i64(&w.out[r], 0) < 0) goto done;
     }
     w.budget_tables = w.n / 4 + 16;
     w.budget_elems = w.n + 4096;
@@ -324,45 +394,18 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         Py_INCREF(result);
         goto done;
     }
-    /* All records (int64) in one blob with per-request offsets; vector elements per request. */
-    Py_ssize_t total = 0;
-    for (int64_t r = 0; r < nreq; r++) total += w.out[r].len;
-    PyObject *records = PyBytes_FromStringAndSize(NULL, total);
-    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((nreq + 1) * 8));
-    PyObject *outs = PyTuple_New((Py_ssize_t)(nreq + 2));
-    if (!records || !offsets || !outs) {
-        Py_XDECREF(records);
-        Py_XDECREF(offsets);
-        Py_XDECREF(outs);
-        goto done;
-    }
-    char *rp_ = PyBytes_AS_STRING(records);
-    int64_t *op_ = (int64_t *)PyBytes_AS_STRING(offsets);
-    Py_ssize_t at = 0;
+    /* One NumPy value per request, in request order. */
+    PyObject *outs = PyTuple_New((Py_ssize_t)nreq);
+    if (!outs) goto done;
     for (int64_t r = 0; r < nreq; r++) {
-        op_[r] = at / 8;
-        if (w.out[r].len) memcpy(rp_ + at, w.out[r].p, (size_t)w.out[r].len);
-        at += w.out[r].len;
-    }
-    op_[nreq] = at / 8;
-    PyTuple_SET_ITEM(outs, 0, records);
-    PyTuple_SET_ITEM(outs, 1, offsets);
-    for (int64_t r = 0; r < nreq; r++) {
-        PyObject *bytes = PyBytes_FromStringAndSize(w.data[r].p ? w.data[r].p : "", w.data[r].len);
-        if (!bytes) {
+        PyObject *item = request_output(&w, r, (int)req_typenum[r]);
+        if (!item) {
             Py_DECREF(outs);
             goto done;
         }
-        PyTuple_SET_ITEM(outs, (Py_ssize_t)(r + 2), bytes);
+        PyTuple_SET_ITEM(outs, (Py_ssize_t)r, item);
     }
-    PyObject *visits = PyBytes_FromStringAndSize((const char *)w.visits, w.ntypes * 8);
-    if (!visits) {
-        Py_DECREF(outs);
-        goto done;
-    }
-    result = PyTuple_Pack(2, outs, visits);
-    Py_DECREF(outs);
-    Py_DECREF(visits);
+    result = outs;
 done:
     if (w.out) {
         for (int64_t r = 0; r < nreq; r++) PyMem_Free(w.out[r].p);
@@ -370,9 +413,14 @@ done:
     if (w.data) {
         for (int64_t r = 0; r < nreq; r++) PyMem_Free(w.data[r].p);
     }
+    if (w.aux) {
+        for (int64_t r = 0; r < nreq; r++) PyMem_Free(w.aux[r].p);
+    }
+    PyMem_Free(w.aux);
     PyMem_Free(w.out);
     PyMem_Free(w.data);
     PyMem_Free(w.visits);
+    PyMem_Free(w.defer);
     PyMem_Free(w.req_pos);
     PyMem_Free(w.req_of_slot);
     for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
@@ -387,4 +435,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fbwalk", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__fbwalk(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fbwalk(void) {
+    import_array();
+    return PyModule_Create(&module);
+}

@@ -33,9 +33,7 @@ class RawModel:
     oc_version: np.ndarray
     oc_custom: np.ndarray  # (n, 2) spans, length -1 if absent
     # buffers
-    buf_data: np.ndarray  # (n, 2) spans
-    buf_offset: np.ndarray
-    buf_size: np.ndarray
+    buf_pos: np.ndarray  # Buffer table positions, verified on first use (buffer_columns)
     # subgraphs
     sg_tensor_ptr: np.ndarray
     sg_op_ptr: np.ndarray
@@ -110,7 +108,12 @@ def _rows_of(has: np.ndarray) -> np.ndarray:
 def numpy_columns(fb: FlatBuffer, root: Tables) -> RawModel:
     """Gather every column with the verifying NumPy reader (raises ModelFormatError)."""
     _, oc = root.tables("operator_codes")
-    _, bt = root.tables("buffers")
+    _, buf_pos = root.element_positions("buffers")
+    fb.check(
+        (buf_pos < 0) | (buf_pos > fb.n - 4) | ((buf_pos & 3) != 0),
+        buf_pos,
+        "model.buffers: Buffer table out of bounds or misaligned",
+    )
     _, sgs = root.tables("subgraphs")
     tptr, tens = sgs.tables("tensors")
     optr, ops = sgs.tables("operators")
@@ -148,9 +151,7 @@ def numpy_columns(fb: FlatBuffer, root: Tables) -> RawModel:
         oc_builtin=oc.scalar("builtin_code"),
         oc_version=oc.scalar("version"),
         oc_custom=_spans(*oc.strings("custom_code")),
-        buf_data=_spans(*bt.vector_spans("data", 1)),
-        buf_offset=bt.scalar("offset"),
-        buf_size=bt.scalar("size"),
+        buf_pos=buf_pos,
         sg_tensor_ptr=tptr,
         sg_op_ptr=optr,
         sg_inputs=sgs.vector("inputs"),
@@ -206,3 +207,10 @@ def numpy_columns(fb: FlatBuffer, root: Tables) -> RawModel:
         skip=frozenset({"operator_codes", "subgraphs", "buffers", "metadata", "signature_defs"})
     )
     return raw
+
+
+def buffer_columns(fb: FlatBuffer, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Verify the Buffer tables at ``pos``; their data spans, offsets and sizes."""
+    bt = Tables(fb, "Buffer", pos, "model.buffers")
+    bt.verify()
+    return _spans(*bt.vector_spans("data", 1)), bt.scalar("offset"), bt.scalar("size")

@@ -29,7 +29,14 @@ except ImportError:  # pragma: no cover - exercised when the extension is not bu
 if sys.byteorder != "little":  # pragma: no cover - the accelerator reads little-endian natively
     _fbcore = None
 
-__all__ = ["SCALARS", "FlatBuffer", "Tables", "decode_table", "verify_union_column"]
+__all__ = [
+    "SCALARS",
+    "FlatBuffer",
+    "Tables",
+    "decode_table",
+    "first_outside",
+    "verify_union_column",
+]
 
 # (numpy dtype, byte size) per scalar schema type
 SCALARS: dict[str, tuple[str, int]] = {
@@ -435,7 +442,7 @@ class Tables:
         c = self._col[name]
         return self._tgt[:, c] + 4, self._len[:, c]
 
-    def _element_positions(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def element_positions(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """For a vector of offsets: CSR ptr and each element's absolute target position."""
         start, length = self.vector_spans(name)
         if _fbcore is not None and ACCELERATE:
@@ -454,7 +461,7 @@ class Tables:
 
     def string_vector(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A ``[string]`` field: CSR ptr plus (start, length) per string."""
-        ptr, tgt = self._element_positions(name)
+        ptr, tgt = self.element_positions(name)
         fb = self.fb
         what = f"{self.path}: {self.type}.{name} string"
         fb.check((tgt > fb.n - 4) | ((tgt & 3) != 0), tgt, what)
@@ -470,7 +477,7 @@ class Tables:
 
     def tables(self, name: str) -> tuple[np.ndarray, Tables]:
         """A ``[Table]`` field: CSR ptr over this column and the column of all elements."""
-        ptr, tgt = self._element_positions(name)
+        ptr, tgt = self.element_positions(name)
         return ptr, Tables(self.fb, self.fields[name].type[1:-1], tgt, f"{self.path}.{name}")
 
     def union_raw(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -760,3 +767,14 @@ _STRUCTS = {
         "float64": "d",
     }.items()
 }
+
+
+def first_outside(values: np.ndarray, lo: int, hi: int) -> int:
+    """Index of the first of ``values`` outside ``[lo, hi)``, or -1."""
+    if _fbcore is not None:
+        try:
+            return int(_fbcore.first_outside(values, lo, hi))
+        except (TypeError, BufferError, ValueError):  # a dtype or layout it does not scan
+            pass
+    bad = (values < lo) | (values >= hi)
+    return int(np.argmax(bad)) if bad.any() else -1

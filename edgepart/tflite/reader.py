@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,8 +35,8 @@ from edgepart.ir.values import (
     Sparsity,
 )
 from edgepart.tflite._schema import ENUMS, TABLES
-from edgepart.tflite.columns import RawModel, numpy_columns
-from edgepart.tflite.flatbuf import FlatBuffer, Tables, decode_table
+from edgepart.tflite.columns import RawModel, buffer_columns, numpy_columns
+from edgepart.tflite.flatbuf import FlatBuffer, Tables, decode_table, first_outside
 from edgepart.tflite.walk import native_columns
 
 __all__ = ["read_model", "read_model_bytes"]
@@ -53,22 +54,34 @@ def read_model(path: str | os.PathLike[str]) -> Model:
         If the file is missing, empty, or not a well-formed TFLite model.
     """
     path = os.fspath(path)
+    data = _map_file(path)
+    model = read_model_bytes(data, source=path)
+    if len(data) >= RELEASE_MIN_SIZE:
+        _release_pages(data)
+    return model
+
+
+def _map_file(path: str) -> mmap.mmap:
+    """The whole file, mapped read-only (``os.open``: no buffered file object to build)."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                raise ModelFormatError(f"{path}: file is empty; expected a .tflite model")
-            data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        model = read_model_bytes(data, source=path)
-        if size >= RELEASE_MIN_SIZE:
-            _release_pages(data)
-        return model
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ModelFormatError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ModelFormatError(f"{path}: is a directory, expected a .tflite file") from None
-    except PermissionError as err:
+    except OSError as err:
         raise ModelFormatError(f"{path}: cannot read the file ({err.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ModelFormatError(f"{path}: is a directory, expected a .tflite file")
+        if st.st_size == 0:
+            raise ModelFormatError(f"{path}: file is empty; expected a .tflite model")
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except OSError as err:  # not a regular file, or the mapping failed
+        raise ModelFormatError(f"{path}: cannot map the file ({err.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 # Parsing a file at least this large ends by releasing the pages it touched (see below).
@@ -117,7 +130,7 @@ class _Assembler:
         start, length = int(span[0]), int(span[1])
         if length < 0:
             return None
-        return bytes(self.fb.u8[start : start + length]).decode("utf-8", "replace")
+        return bytes(self.fb.data[start : start + length]).decode("utf-8", "replace")
 
     def model(self) -> Model:
         raw = self.raw
@@ -144,25 +157,40 @@ class _Assembler:
     # ------------------------------------------------------------------ tables
     def opcodes(self) -> tuple[OpCode, ...]:
         raw = self.raw
-        dep = raw.oc_deprecated.astype(np.int64)
-        code = raw.oc_builtin.astype(np.int64)
-        builtin = np.maximum(dep, code)
-        bad = np.flatnonzero(builtin < 0)
-        if len(bad):
-            raise self.fail(f"operator_codes[{bad[0]}] has negative builtin code {code[bad[0]]}")
-        version = raw.oc_version.tolist()
-        custom = raw.oc_custom.tolist()
-        return tuple(
-            OpCode(b, self.text(span) if span[1] >= 0 else None, v)
-            for b, span, v in zip(builtin.tolist(), custom, version, strict=True)
-        )
+        out = []
+        for i, (dep, code, version, span) in enumerate(
+            zip(
+                raw.oc_deprecated.tolist(),
+                raw.oc_builtin.tolist(),
+                raw.oc_version.tolist(),
+                raw.oc_custom.tolist(),
+                strict=True,
+            )
+        ):
+            builtin = max(dep, code)
+            if builtin < 0:
+                raise self.fail(f"operator_codes[{i}] has negative builtin code {code}")
+            out.append(OpCode(builtin, self.text(span) if span[1] >= 0 else None, version))
+        return tuple(out)
 
     def buffers(self) -> BufferTable:
-        raw = self.raw
-        start = raw.buf_data[:, 0].copy()
-        length = raw.buf_data[:, 1].copy()
-        offset = raw.buf_offset.astype(np.uint64)
-        size = raw.buf_size.astype(np.uint64)
+        """The buffer table, read on first use.
+
+        Buffer tables sit next to the weights they describe, spread over the whole file, so
+        reading them at parse time would fault in a page of weights per buffer. The walk has
+        located them and checked that each lies in the file; their fields are verified and
+        read when something first asks for a buffer's extent (a tensor's data, constness, the
+        writer), and a defect raises :class:`ModelFormatError` then.
+        """
+        return BufferTable.deferred(len(self.raw.buf_pos), (self.fb.data,), self.buffer_columns)
+
+    def buffer_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(mem, start, length, external) of every buffer, verified."""
+        spans, offset, size = buffer_columns(self.fb, self.raw.buf_pos)
+        start = spans[:, 0].copy()
+        length = spans[:, 1].copy()
+        offset = offset.astype(np.uint64)
+        size = size.astype(np.uint64)
         # "offset > 1" marks data stored after the flatbuffer (the >2 GB layout); 1 is a
         # placeholder some writers use while sizing the flatbuffer.
         ext = offset > 1
@@ -177,18 +205,14 @@ class _Assembler:
                 )
             start[ext] = offset[ext].astype(np.int64)
             length[ext] = size[ext].astype(np.int64)
-        return BufferTable(
-            mems=(self.fb.data,),
-            mem=np.zeros(len(start), dtype=np.int32),
-            start=start,
-            length=length,
-            external=ext,
-        )
+        return np.zeros(len(start), dtype=np.int32), start, length, ext
 
     def metadata(self, num_buffers: int) -> tuple[Metadata, ...]:
         raw = self.raw
         out = []
-        for i, (span, buf) in enumerate(zip(raw.md_name, raw.md_buffer.tolist(), strict=True)):
+        for i, (span, buf) in enumerate(
+            zip(raw.md_name.tolist(), raw.md_buffer.tolist(), strict=True)
+        ):
             if not 0 <= buf < num_buffers:
                 raise self.fail(f"metadata[{i}] names buffer {buf} of {num_buffers}")
             out.append(Metadata(self.text(span) or "", int(buf)))
@@ -225,25 +249,25 @@ class _Assembler:
     def subgraphs(self, opcodes: tuple[OpCode, ...], buffers: BufferTable) -> list[Subgraph]:
         fb, raw = self.fb, self.raw
         dtype = raw.t_dtype
-        tbuf = raw.t_buffer.astype(np.int64)
-        if len(dtype):
-            bad = (dtype < 0) | (dtype > _MAX_DTYPE)
-            if bad.any():
-                raise self.fail(f"tensor #{int(np.argmax(bad))} has unknown type {dtype[bad][0]}")
-            bad = (tbuf >= len(buffers)) | (tbuf < 0)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise self.fail(
-                    f"tensor #{i} names buffer {tbuf[i]} but the model has {len(buffers)} buffers"
-                )
+        tbuf = raw.t_buffer
+        i = first_outside(dtype, 0, _MAX_DTYPE + 1)
+        if i >= 0:
+            raise self.fail(f"tensor #{i} has unknown type {dtype[i]}")
+        i = first_outside(tbuf, 0, len(buffers))
+        if i >= 0:
+            raise self.fail(
+                f"tensor #{i} names buffer {tbuf[i]} but the model has {len(buffers)} buffers"
+            )
         dtype = dtype.astype(np.int8)
         shp_ptr, shp = raw.t_shape
-        if len(shp) and (shp < -1).any():
-            raise self.fail(f"a tensor shape has dimension {int(shp.min())}")
-        opc = raw.o_opcode.astype(np.int64)
-        if len(opc) and ((opc < 0) | (opc >= len(opcodes))).any():
-            i = int(np.argmax((opc < 0) | (opc >= len(opcodes))))
+        i = first_outside(shp, -1, 1 << 62)
+        if i >= 0:
+            raise self.fail(f"a tensor shape has dimension {int(shp[i])}")
+        opc = raw.o_opcode
+        i = first_outside(opc, 0, len(opcodes))
+        if i >= 0:
             raise self.fail(f"operator #{i} uses opcode {opc[i]} of {len(opcodes)}")
+        opc = opc.astype(np.int32)
         options = _OptionsColumn(fb, "BuiltinOptions", raw.o_options)
         options2 = _OptionsColumn(fb, "BuiltinOptions2", raw.o_options2)
         quant = _QuantColumn(fb, raw)
@@ -256,12 +280,15 @@ class _Assembler:
         out_ptr, out_idx = raw.o_outputs
         im_ptr, im_idx = raw.o_intermediates
         dbg = raw.sg_debug.tolist()
+        no_extra: list[dict[str, Any]] = [{}]  # shared by the ops of this model that set none
+        extra = self.op_extra(no_extra)
 
         out: list[Subgraph] = []
         tp, op_ = raw.sg_tensor_ptr.tolist(), raw.sg_op_ptr.tolist()
+        # (the walk verified every union code names a known options table)
         calls = np.flatnonzero(
-            _calls(raw.o_options[:, 0], "BuiltinOptions")
-            | _calls(raw.o_options2[:, 0], "BuiltinOptions2")
+            _CALLING_MASK["BuiltinOptions"][raw.o_options[:, 0]]
+            | _CALLING_MASK["BuiltinOptions2"][raw.o_options2[:, 0]]
         ).tolist()
         for s in range(len(tp) - 1):
             t0, t1 = tp[s], tp[s + 1]
@@ -279,24 +306,25 @@ class _Assembler:
                 (sg_in, 0, "a subgraph input"),
                 (sg_out, 0, "a subgraph output"),
             ):
-                if len(idx) and (idx.min() < lo or idx.max() >= nt):
-                    v = int(idx[np.argmax((idx < lo) | (idx >= nt))])
+                i = first_outside(idx, lo, nt)
+                if i >= 0:
                     raise self.fail(
-                        f"subgraph {s}: {what} names tensor {v}, but the subgraph has {nt} tensors"
+                        f"subgraph {s}: {what} names tensor {idx[i]}, but the subgraph has "
+                        f"{nt} tensors"
                     )
             out.append(
                 Subgraph(
                     name=self.text(raw.sg_name[s]),
                     inputs=sg_in,
                     outputs=sg_out,
-                    op_opcode=opc[o0:o1].astype(np.int32),
+                    op_opcode=opc[o0:o1],
                     op_inputs=op_in,
                     op_outputs=op_out,
                     op_intermediates=op_im,
                     op_options=LazySeq(o1 - o0, options.decoder(o0)),
                     op_options2=LazySeq(o1 - o0, options2.decoder(o0)),
                     op_custom_options=LazySeq(o1 - o0, _custom_options_decoder(fb, raw, o0)),
-                    op_extra=self.op_extra(o0, o1),
+                    op_extra=extra[o0:o1] if extra else no_extra * (o1 - o0),
                     tensor_dtype=dtype[t0:t1],
                     tensor_buffer=tbuf[t0:t1],
                     tensor_shape=_slice_csr(shp_ptr, shp, t0, t1),
@@ -321,8 +349,9 @@ class _Assembler:
             )
         return out
 
-    def op_extra(self, o0: int, o1: int) -> Sequence[dict[str, Any]]:
-        """Rarely set op fields, as a dict per op (shared empty dict for the common case)."""
+    def op_extra(self, no_extra: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """Rarely set op fields, as a dict per op of the whole model (a shared empty dict for
+        the common case), or None when no op sets any."""
         raw = self.raw
         fmt, lco_off, lco_size, dbg = (
             raw.o_custom_format,
@@ -331,18 +360,17 @@ class _Assembler:
             raw.o_debug,
         )
         mv_ptr, mv = raw.o_mutating
-        mv_len = np.diff(mv_ptr)
-        empty: dict[str, Any] = {}
-        rows: list[dict[str, Any]] = [empty] * (o1 - o0)
-        unusual = (
-            (fmt[o0:o1] != 0) | (mv_len[o0:o1] > 0) | (lco_off[o0:o1] > 1) | (dbg[o0:o1] != -1)
-        )
-        for k in np.flatnonzero(unusual).tolist():
-            i = o0 + k
+        unusual = np.flatnonzero(
+            (fmt != 0) | (mv_ptr[1:] != mv_ptr[:-1]) | (lco_off > 1) | (dbg != -1)
+        ).tolist()
+        if not unusual:
+            return None
+        rows = no_extra * len(fmt)
+        for i in unusual:
             d: dict[str, Any] = {}
             if fmt[i] != 0:
                 d["custom_options_format"] = int(fmt[i])
-            if mv_len[i] > 0:
+            if mv_ptr[i + 1] > mv_ptr[i]:
                 d["mutating_variable_inputs"] = tuple(
                     bool(b) for b in mv[mv_ptr[i] : mv_ptr[i + 1]].tolist()
                 )
@@ -356,7 +384,7 @@ class _Assembler:
                 d["large_custom_options"] = (int(lco_off[i]), int(lco_size[i]))
             if dbg[i] != -1:
                 d["debug_metadata_index"] = int(dbg[i])
-            rows[k] = d
+            rows[i] = d
         return rows
 
     def check_control_flow(
@@ -382,6 +410,8 @@ _CALLING_OPTIONS = frozenset(
 
 # ---------------------------------------------------------------------- helpers
 def _slice_csr(ptr: np.ndarray, idx: np.ndarray, r0: int, r1: int) -> Csr:
+    if r0 == 0 and r1 == len(ptr) - 1:  # the whole column (a model with one subgraph)
+        return Csr(ptr, idx.astype(np.int32, copy=False))
     p = ptr[r0 : r1 + 1]
     base = int(p[0])
     return Csr(p - base, idx[base : int(p[-1])].astype(np.int32, copy=False))
@@ -395,13 +425,6 @@ _CALLING_MASK = {
     )
     for enum in ("BuiltinOptions", "BuiltinOptions2")
 }
-
-
-def _calls(codes: np.ndarray, enum: str) -> np.ndarray:
-    """Which ``codes`` (union type codes, possibly out of range) name subgraph options."""
-    mask = _CALLING_MASK[enum]
-    ok = (codes >= 0) & (codes < len(mask))
-    return ok & mask[np.where(ok, codes, 0)]
 
 
 def _code_names(enum: str, codes: np.ndarray) -> list[str | None]:

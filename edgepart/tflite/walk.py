@@ -32,7 +32,7 @@ __all__ = ["native_columns"]
 
 # slot kinds and request kinds, as in _fbwalk.c
 K_SCALAR, K_STRING, K_VEC_SCALAR, K_VEC_STRING, K_TABLE, K_VEC_TABLE, K_UNION = range(7)
-Q_SCALAR, Q_VECTOR, Q_STRING, Q_CHILD, Q_UNION, Q_POS, Q_SPAN, Q_SCALAR_SIGNED = range(8)
+Q_SCALAR, Q_VECTOR, Q_STRING, Q_CHILD, Q_UNION, Q_POS, Q_SPAN, Q_SCALAR_SIGNED, Q_DEFER = range(9)
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
 # the reader's scalar table: numpy dtype and byte size per schema scalar type
 _SIZES = {name: size for name, (_, size) in SCALARS.items()}
@@ -47,11 +47,11 @@ REQUESTS: tuple[tuple[str, str, int], ...] = (
     ("OperatorCode", "builtin_code", Q_SCALAR),
     ("OperatorCode", "version", Q_SCALAR),
     ("OperatorCode", "custom_code", Q_STRING),
-    ("Buffer", "data", Q_SPAN),
-    ("Buffer", "offset", Q_SCALAR),
-    ("Buffer", "size", Q_SCALAR),
-    ("SubGraph", "tensors", Q_CHILD),
-    ("SubGraph", "operators", Q_CHILD),
+    # Buffer tables sit next to the weights they describe, all over the file: the walk only
+    # locates them, and the reader verifies and reads them on first use (see reader.py).
+    ("Buffer", "", Q_DEFER),
+    ("SubGraph", "tensors", Q_VECTOR),  # of tables: CSR pointers over all tensors
+    ("SubGraph", "operators", Q_VECTOR),
     ("SubGraph", "inputs", Q_VECTOR),
     ("SubGraph", "outputs", Q_VECTOR),
     ("SubGraph", "name", Q_STRING),
@@ -100,7 +100,8 @@ REQUESTS: tuple[tuple[str, str, int], ...] = (
 
 @cache
 def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """Flat schema arrays for the walker and the request arrays (built once)."""
+    """Flat schema arrays for the walker and the request arrays (built once): per request its
+    flat slot, kind, scalar default and, for vectors, the NumPy type number of the elements."""
     names = sorted(TABLES)
     tid = {t: i for i, t in enumerate(names)}
     enums = sorted(
@@ -164,9 +165,10 @@ def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray,
         for code in range(count):
             member = table.get(code)
             members.append(tid[member] if code and member in tid else -1)
-    req_slot, req_kind, req_default = [], [], []
+    req_slot, req_kind, req_default, req_typenum = [], [], [], []
     for t, field, qkind in REQUESTS:
-        if qkind == Q_POS:
+        req_typenum.append(0)
+        if qkind in (Q_POS, Q_DEFER):
             req_slot.append(-1 - tid[t])
             req_default.append(0)
         else:
@@ -178,6 +180,8 @@ def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray,
             if ftype in _SIZES and isinstance(default, (int, float)):
                 value = int(default)
             req_default.append(value)
+            if qkind == Q_VECTOR:  # the NumPy type of its elements (tables: their indices)
+                req_typenum[-1] = np.dtype(_DTYPES.get(ftype[1:-1], "<i8")).num
         req_kind.append(qkind)
 
     def arr(x: list[int]) -> np.ndarray:
@@ -193,60 +197,22 @@ def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray,
         arr(enum_count),
         arr(members),
     )
-    return tid, schema, (arr(req_slot), arr(req_kind), arr(req_default))
+    requests = (arr(req_slot), arr(req_kind), arr(req_default), arr(req_typenum))
+    return tid, schema, requests
 
 
 def native_columns(fb: FlatBuffer, root_pos: int) -> RawModel | None:
     """The model's columns from one C pass, or None (no extension, or a malformed file)."""
     if _fbwalk is None:
         return None
-    tid, schema, (req_slot, req_kind, req_default) = _schema()
-    result = _fbwalk.walk(fb.data, tid["Model"], root_pos, *schema, req_slot, req_kind, req_default)
-    if result is None:
+    tid, schema, requests = _schema()
+    outs = _fbwalk.walk(fb.data, tid["Model"], root_pos, *schema, *requests)
+    if outs is None:
         return None
-    outs, _visits = result
-    records = np.frombuffer(outs[0], np.int64)
-    off = np.frombuffer(outs[1], np.int64).tolist()
-    got: dict[tuple[str, str], Any] = {}
-    for r, (key, qkind, dtype, flags) in enumerate(_decode_plan()):
-        main = records[off[r] : off[r + 1]]
-        if qkind == Q_VECTOR:  # (CSR end, present) per row, and the concatenated elements
-            ptr = np.empty(len(main) // 2 + 1, dtype=np.int64)
-            ptr[0] = 0
-            ptr[1:] = main[0::2]
-            got[key] = (ptr, np.frombuffer(outs[r + 2], dtype), main[1::2] != 0 if flags else None)
-        elif qkind in _PAIRS:
-            got[key] = main.reshape(-1, 2)
-        else:  # scalars (widened to int64), child indices and counts, positions
-            got[key] = main
-    return _raw(got)
+    return _raw(dict(zip(_KEYS, outs, strict=True)))
 
 
-_PAIRS = frozenset({Q_STRING, Q_SPAN, Q_UNION})
-# Vectors whose presence (absent vs empty) the IR keeps.
-_PRESENCE = frozenset(
-    {
-        ("Tensor", "shape_signature"),
-        ("QuantizationParameters", "min"),
-        ("QuantizationParameters", "max"),
-    }
-)
-
-
-@cache
-def _decode_plan() -> tuple[tuple[tuple[str, str], int, str, bool], ...]:
-    """Per request: its key, kind, the NumPy dtype of its values, and whether a vector's
-    presence is kept."""
-    plan = []
-    for t, field, qkind in REQUESTS:
-        ftype = next((f[2] for f in TABLES[t] if f[0] == field), "")
-        if ftype.startswith("["):
-            ftype = ftype[1:-1]
-        plan.append(((t, field), qkind, _DTYPES.get(ftype, "<i8"), (t, field) in _PRESENCE))
-    return tuple(plan)
-
-
-_ZERO = np.zeros(1, dtype=np.int64)
+_KEYS = tuple((t, field) for t, field, _ in REQUESTS)
 
 
 def _ptr(counts: np.ndarray) -> np.ndarray:
@@ -289,11 +255,9 @@ def _raw(g: dict[tuple[str, str], Any]) -> RawModel:
         oc_builtin=g["OperatorCode", "builtin_code"],
         oc_version=g["OperatorCode", "version"],
         oc_custom=g["OperatorCode", "custom_code"],
-        buf_data=g["Buffer", "data"],
-        buf_offset=g["Buffer", "offset"],
-        buf_size=g["Buffer", "size"],
-        sg_tensor_ptr=_ptr(g["SubGraph", "tensors"]),
-        sg_op_ptr=_ptr(g["SubGraph", "operators"]),
+        buf_pos=g["Buffer", ""],
+        sg_tensor_ptr=g["SubGraph", "tensors"][0],
+        sg_op_ptr=g["SubGraph", "operators"][0],
         sg_inputs=_vec(g["SubGraph", "inputs"]),
         sg_outputs=_vec(g["SubGraph", "outputs"]),
         sg_name=g["SubGraph", "name"],
