@@ -55,8 +55,9 @@ def read_model(path: str | os.PathLike[str]) -> Model:
     """
     path = os.fspath(path)
     data = _map_file(path)
-    model = read_model_bytes(data, source=path)
-    if len(data) >= RELEASE_MIN_SIZE:
+    release = len(data) >= RELEASE_MIN_SIZE
+    model = _read(data, path, release)
+    if release:
         _release_pages(data)
     return model
 
@@ -91,11 +92,12 @@ RELEASE_MIN_SIZE = 32 << 20
 def _release_pages(data: mmap.mmap) -> None:
     """Unmap the pages parsing touched; the file's data stays readable.
 
-    In a large file, buffer tables sit next to the weights they describe, and the page cache
-    holds the file in large folios, so reading a 12-byte table maps up to 2 MiB of weights
-    into this process. The IR keeps only columns and views, so after the parse those pages are
-    not needed: dropping them (a read-only shared mapping refaults from the page cache on the
-    next access) keeps resident memory at what the program goes on to use.
+    In a large file, tables sit next to the weights (buffer tables always do), and the page
+    cache holds the file in large folios, so reading a 12-byte table maps up to 2 MiB of
+    weights into this process. The IR keeps only columns and views, so after the parse, and
+    after the buffer tables' first use, those pages are not needed: dropping them (a read-only
+    shared mapping refaults from the page cache on the next access) keeps resident memory at
+    what the program goes on to use.
     """
     advice = getattr(mmap, "MADV_DONTNEED", None)
     if advice is not None:
@@ -104,12 +106,16 @@ def _release_pages(data: mmap.mmap) -> None:
 
 def read_model_bytes(data: Any, source: str = "<bytes>") -> Model:
     """Parse a model held in memory (``bytes``, ``bytearray``, ``mmap`` or ``memoryview``)."""
+    return _read(data, source, release=False)
+
+
+def _read(data: Any, source: str, release: bool) -> Model:
     fb = FlatBuffer(data, source)
     root = fb.root_position(FILE_IDENTIFIER)
     raw = native_columns(fb, root) if ACCELERATE else None
     if raw is None:  # no C walker, or a defect: the NumPy reader names it precisely
         raw = numpy_columns(fb, fb.root("Model", FILE_IDENTIFIER))
-    return _Assembler(fb, raw).model()
+    return _Assembler(fb, raw, release).model()
 
 
 # Use the C walker when it is built (tests switch it off to check both paths agree).
@@ -119,9 +125,10 @@ ACCELERATE = True
 class _Assembler:
     """Builds the IR from raw columns, checking what the bytes mean (indices, ranges)."""
 
-    def __init__(self, fb: FlatBuffer, raw: RawModel) -> None:
+    def __init__(self, fb: FlatBuffer, raw: RawModel, release: bool = False) -> None:
         self.fb = fb
         self.raw = raw
+        self.release = release  # release the pages the buffer tables' first use touches
 
     def fail(self, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{self.fb.source}: {msg}")
@@ -205,6 +212,8 @@ class _Assembler:
                 )
             start[ext] = offset[ext].astype(np.int64)
             length[ext] = size[ext].astype(np.int64)
+        if self.release:
+            _release_pages(self.fb.data)
         return np.zeros(len(start), dtype=np.int32), start, length, ext
 
     def metadata(self, num_buffers: int) -> tuple[Metadata, ...]:
@@ -360,6 +369,13 @@ class _Assembler:
             raw.o_debug,
         )
         mv_ptr, mv = raw.o_mutating
+        if (
+            mv_ptr[-1] == 0
+            and first_outside(fmt, 0, 1) < 0
+            and first_outside(lco_off, 0, 2) < 0
+            and first_outside(dbg, -1, 0) < 0
+        ):
+            return None  # the common case: no op sets any of them
         unusual = np.flatnonzero(
             (fmt != 0) | (mv_ptr[1:] != mv_ptr[:-1]) | (lco_off > 1) | (dbg != -1)
         ).tolist()
@@ -542,9 +558,10 @@ def _name_decoder(fb: FlatBuffer, spans: np.ndarray, base: int) -> Any:
 class _QuantColumn:
     """Quantization of every tensor: decoded as columns at parse time, objects on demand."""
 
-    def __init__(self, fb: FlatBuffer, raw: RawModel) -> None:
+    def __init__(self, fb: FlatBuffer, raw: RawModel, release: bool = False) -> None:
         self.fb = fb
         self.raw = raw
+        self.release = release  # release the pages the buffer tables' first use touches
         self.details_names = ENUMS["QuantizationDetails"]
 
     def decoder(self, base: int) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from functools import cache
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -89,8 +90,8 @@ REQUESTS: tuple[tuple[str, str, int], ...] = (
     ("Operator", "debug_metadata_index", Q_SCALAR),
     ("Metadata", "name", Q_STRING),
     ("Metadata", "buffer", Q_SCALAR),
-    ("SignatureDef", "inputs", Q_CHILD),
-    ("SignatureDef", "outputs", Q_CHILD),
+    ("SignatureDef", "inputs", Q_VECTOR),  # CSR ends over all TensorMaps (see _raw)
+    ("SignatureDef", "outputs", Q_VECTOR),
     ("SignatureDef", "signature_key", Q_STRING),
     ("SignatureDef", "subgraph_index", Q_SCALAR),
     ("TensorMap", "name", Q_STRING),
@@ -215,12 +216,6 @@ def native_columns(fb: FlatBuffer, root_pos: int) -> RawModel | None:
 _KEYS = tuple((t, field) for t, field, _ in REQUESTS)
 
 
-def _ptr(counts: np.ndarray) -> np.ndarray:
-    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(np.maximum(counts, 0), out=ptr[1:])
-    return ptr
-
-
 def _vec(entry: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return entry[0], entry[1]
 
@@ -231,22 +226,18 @@ def _raw(g: dict[tuple[str, str], Any]) -> RawModel:
     sp_pos = g["SparsityParameters", ""]
     if len(sp_pos):
         t_sparsity = np.where(sp_index >= 0, sp_pos[np.maximum(sp_index, 0)], -1)
-    else:
-        t_sparsity = np.full(len(sp_index), -1, dtype=np.int64)
-    # Signature maps arrive interleaved (inputs of signature 0, its outputs, then signature 1):
-    # split them by the per-signature counts.
-    n_in = np.maximum(g["SignatureDef", "inputs"], 0)
-    n_out = np.maximum(g["SignatureDef", "outputs"], 0)
+    else:  # no sparse tensor: every index is -1 already
+        t_sparsity = sp_index
+    # Signature maps arrive interleaved (inputs of signature 0, its outputs, then signature 1),
+    # with CSR ends counted over all maps: signature i's inputs are rows [out_end[i],
+    # in_end[i + 1]) and its outputs [in_end[i + 1], out_end[i + 1]).
+    in_end = g["SignatureDef", "inputs"][0].tolist()
+    out_end = g["SignatureDef", "outputs"][0].tolist()
+    ins = [(out_end[i], in_end[i + 1]) for i in range(len(in_end) - 1)]
+    outs = [(in_end[i + 1], out_end[i + 1]) for i in range(len(in_end) - 1)]
+    in_rows, out_rows = _rows(ins), _rows(outs)
     map_names = g["TensorMap", "name"]
     map_tensor = g["TensorMap", "tensor_index"]
-    if len(n_in) == 1:  # the common case: one signature, its inputs then its outputs
-        k = int(n_in[0])
-        in_rows: Any = slice(0, k)
-        out_rows: Any = slice(k, k + int(n_out[0]))
-    else:
-        start = _ptr(n_in + n_out)[:-1]
-        in_rows = _ranges(start, n_in)
-        out_rows = _ranges(start + n_in, n_out)
     return RawModel(
         version=int(g["Model", "version"][0]),
         description=(int(g["Model", "description"][0, 0]), int(g["Model", "description"][0, 1])),
@@ -272,7 +263,7 @@ def _raw(g: dict[tuple[str, str], Any]) -> RawModel:
         t_has_rank=g["Tensor", "has_rank"],
         t_external_buffer=g["Tensor", "external_buffer"],
         t_quant_row=q_index,
-        t_sparsity_pos=t_sparsity.astype(np.int64),
+        t_sparsity_pos=t_sparsity,
         t_variant_count=np.maximum(g["Tensor", "variant_tensors"], 0),
         t_pos=g["Tensor", ""],
         q_scale=_vec(g["QuantizationParameters", "scale"]),
@@ -299,8 +290,8 @@ def _raw(g: dict[tuple[str, str], Any]) -> RawModel:
         md_buffer=g["Metadata", "buffer"],
         sd_key=g["SignatureDef", "signature_key"],
         sd_subgraph=g["SignatureDef", "subgraph_index"],
-        sd_inputs_ptr=_ptr(n_in),
-        sd_outputs_ptr=_ptr(n_out),
+        sd_inputs_ptr=np.array([0, *accumulate(b - a for a, b in ins)], dtype=np.int64),
+        sd_outputs_ptr=np.array([0, *accumulate(b - a for a, b in outs)], dtype=np.int64),
         in_map_name=map_names[in_rows],
         in_map_tensor=map_tensor[in_rows],
         out_map_name=map_names[out_rows],
@@ -308,10 +299,8 @@ def _raw(g: dict[tuple[str, str], Any]) -> RawModel:
     )
 
 
-def _ranges(start: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Concatenated ``range(start[i], start[i] + count[i])``."""
-    total = int(count.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(start - _ptr(count)[:-1], count)
-    return offsets + np.arange(total, dtype=np.int64)
+def _rows(bounds: list[tuple[int, int]]) -> slice | np.ndarray:
+    """The rows ``[a, b)`` of every pair in ``bounds``, as a slice when there is one pair."""
+    if len(bounds) == 1:
+        return slice(*bounds[0])
+    return np.array([r for a, b in bounds for r in range(a, b)], dtype=np.int64)

@@ -127,7 +127,9 @@ class EmulatedDevice:
         assert path is not None
         return path
 
-    def wait_state(self, want: str | None, timeout: float = 15.0) -> None:
+    def wait_state(self, want: str | None, timeout: float = 60.0) -> None:
+        """Poll adb until the device is in state ``want`` (adb reconnects with backoff, which
+        takes longer on a loaded machine; the timeout only bounds a hang)."""
         deadline = time.monotonic() + timeout
         while self.adb.state(self.serial) != want:
             if time.monotonic() > deadline:

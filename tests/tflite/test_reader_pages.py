@@ -53,8 +53,12 @@ def test_release_unmaps_touched_pages(
 
     calls: list[object] = []
     monkeypatch.setattr(reader, "_release_pages", calls.append)
-    reader.read_model(path)
+    small = reader.read_model(path)
+    small.buffers.length  # noqa: B018 - first use of the buffer tables
     assert calls == []
     monkeypatch.setattr(reader, "RELEASE_MIN_SIZE", path.stat().st_size)
-    reader.read_model(path)
-    assert len(calls) == 1
+    large = reader.read_model(path)
+    assert len(calls) == 1  # after the parse
+    large.buffers.length  # noqa: B018
+    large.buffers.start  # noqa: B018
+    assert len(calls) == 2  # after the buffer tables' first use, once
