@@ -76,6 +76,9 @@ class LazySeq(Sequence[T], Generic[T]):
         return v  # type: ignore[no-any-return]
 
 
+_BUFFER_COLUMNS = frozenset({"mem", "start", "length", "external"})
+
+
 class BufferTable:
     """The model's buffers, each a byte range of one of a few backing memories.
 
@@ -89,7 +92,13 @@ class BufferTable:
     Buffer tables there, so a defect in them raises at that point).
     """
 
-    __slots__ = ("_cols", "_count", "_load", "mems")
+    __slots__ = ("_count", "_load", "external", "length", "mem", "mems", "start")
+
+    mems: tuple[Any, ...]
+    mem: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    external: np.ndarray
 
     def __init__(
         self,
@@ -100,7 +109,7 @@ class BufferTable:
         external: np.ndarray,
     ) -> None:
         self.mems = mems
-        self._cols: tuple[np.ndarray, ...] | None = (mem, start, length, external)
+        self.mem, self.start, self.length, self.external = mem, start, length, external
         self._count = len(start)
         self._load: Callable[[], tuple[np.ndarray, ...]] | None = None
 
@@ -109,37 +118,21 @@ class BufferTable:
         cls, count: int, mems: tuple[Any, ...], load: Callable[[], tuple[np.ndarray, ...]]
     ) -> BufferTable:
         """A table of ``count`` buffers whose columns ``load()`` returns on first use, as
-        ``(mem, start, length, external)``."""
+        ``(mem, start, length, external)``. If ``load`` raises, the next use calls it again."""
         table = cls.__new__(cls)
         table.mems = mems
-        table._cols = None
         table._count = count
         table._load = load
         return table
 
-    def _columns(self) -> tuple[np.ndarray, ...]:
-        cols = self._cols
-        if cols is None:
-            assert self._load is not None
-            cols = self._cols = self._load()
-            self._load = None
-        return cols
-
-    @property
-    def mem(self) -> np.ndarray:
-        return self._columns()[0]
-
-    @property
-    def start(self) -> np.ndarray:
-        return self._columns()[1]
-
-    @property
-    def length(self) -> np.ndarray:
-        return self._columns()[2]
-
-    @property
-    def external(self) -> np.ndarray:
-        return self._columns()[3]
+    def __getattr__(self, name: str) -> Any:
+        # Reached only while a column slot is unset, that is before a deferred table's load.
+        load = self._load
+        if load is None or name not in _BUFFER_COLUMNS:
+            raise AttributeError(name)
+        self.mem, self.start, self.length, self.external = load()
+        self._load = None
+        return getattr(self, name)
 
     def __len__(self) -> int:
         return self._count

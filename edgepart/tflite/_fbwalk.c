@@ -268,14 +268,15 @@ static PyObject *array_of(const Out *o, int typenum, int pairs) {
 }
 
 /* Request r's output: an int64 array (pairs as (n, 2)), or for Q_VECTOR a tuple
- * (CSR pointers, elements as `typenum`, presence per row as bool). */
+ * (CSR pointers, elements as `typenum`, presence per row as bool if the request's "default"
+ * is 1, else None). */
 static PyObject *request_output(const W *w, int64_t r, int typenum) {
     const int64_t kind = w->req_kind[r];
     if (kind != Q_VECTOR)
         return array_of(&w->out[r], NPY_INT64, kind == Q_STRING || kind == Q_SPAN || kind == Q_UNION);
     PyObject *ptr = array_of(&w->out[r], NPY_INT64, 0);
     PyObject *values = array_of(&w->data[r], typenum, 0);
-    PyObject *present = array_of(&w->aux[r], NPY_BOOL, 0);
+    PyObject *present = w->req_default[r] ? array_of(&w->aux[r], NPY_BOOL, 0) : Py_NewRef(Py_None);
     PyObject *t = (ptr && values && present) ? PyTuple_Pack(3, ptr, values, present) : NULL;
     Py_XDECREF(ptr);
     Py_XDECREF(values);
@@ -289,7 +290,8 @@ static PyObject *request_output(const W *w, int64_t r, int typenum) {
  *      req_typenum) -> (one output per request) | None
  *   Scalars are widened to int64 (sign-extended for Q_SCALAR_SIGNED); strings, spans and
  *   unions are (n, 2) int64 arrays; a Q_VECTOR request gives (CSR pointers: 0, then the end
- *   of each row; the elements, as NumPy type req_typenum; presence per row).
+ *   of each row; the elements, as NumPy type req_typenum; presence per row, or None unless
+ *   its req_size_default is 1).
  * req_flat_slot: flat slot index (slot_base[type] + slot), or -1 - type for Q_POS and
  *   Q_DEFER (Q_DEFER: tables of that type are located, checked for alignment, not visited).
  * req_size_default: per request, the scalar's default value (as int64).

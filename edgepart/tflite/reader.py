@@ -4,7 +4,10 @@ The file is memory-mapped; constant data stays in the mapping (``Tensor.data`` i
 model with gigabytes of weights parses in milliseconds and costs no resident memory for them.
 Everything is verified before it is trusted (see :mod:`edgepart.tflite.flatbuf`) and then checked
 for meaning (indices in range, buffers inside the file); any defect raises
-:class:`~edgepart.errors.ModelFormatError` naming the byte offset or the op and tensor.
+:class:`~edgepart.errors.ModelFormatError` naming the byte offset or the op and tensor. One part
+is verified later: the ``Buffer`` tables, which sit next to the weights all over the file, are
+located at parse time and verified and read on first use of ``model.buffers`` (a tensor's
+data, constness, the writer), so a parse touches only the pages that hold the graph.
 
 >>> from edgepart.tflite.reader import read_model      # doctest: +SKIP
 >>> m = read_model("mobilenet_v2.tflite")              # doctest: +SKIP

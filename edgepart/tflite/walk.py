@@ -183,6 +183,7 @@ def _schema() -> tuple[dict[str, int], tuple[np.ndarray, ...], tuple[np.ndarray,
             req_default.append(value)
             if qkind == Q_VECTOR:  # the NumPy type of its elements (tables: their indices)
                 req_typenum[-1] = np.dtype(_DTYPES.get(ftype[1:-1], "<i8")).num
+                req_default[-1] = int((t, field) in _PRESENCE)  # 1: return presence per row
         req_kind.append(qkind)
 
     def arr(x: list[int]) -> np.ndarray:
@@ -214,6 +215,14 @@ def native_columns(fb: FlatBuffer, root_pos: int) -> RawModel | None:
 
 
 _KEYS = tuple((t, field) for t, field, _ in REQUESTS)
+# Vectors whose presence (absent vs empty) the IR keeps.
+_PRESENCE = frozenset(
+    {
+        ("Tensor", "shape_signature"),
+        ("QuantizationParameters", "min"),
+        ("QuantizationParameters", "max"),
+    }
+)
 
 
 def _vec(entry: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
