@@ -261,7 +261,7 @@ class _Assembler:
     def subgraphs(self, opcodes: tuple[OpCode, ...], buffers: BufferTable) -> list[Subgraph]:
         fb, raw = self.fb, self.raw
         dtype = raw.t_dtype
-        tbuf = raw.t_buffer
+        tbuf = raw.t_buffer.astype(np.int64, copy=False)  # (the NumPy path reads uint32)
         i = first_outside(dtype, 0, _MAX_DTYPE + 1)
         if i >= 0:
             raise self.fail(f"tensor #{i} has unknown type {dtype[i]}")

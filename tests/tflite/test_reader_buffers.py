@@ -100,3 +100,35 @@ def test_first_outside_agrees_with_numpy(dtype: type, monkeypatch: pytest.Monkey
     v = np.arange(10, dtype=np.int64)[::2]
     assert first_outside(v, 0, 8) == 4
     assert first_outside(np.array([1, 2**63], dtype=np.uint64), 0, 10) == 1
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2_int8", "cond", "multi_signature", "sparse_mlp"])
+def test_walker_and_numpy_paths_give_identical_columns(
+    corpus: dict[str, Path], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Same values and the same dtypes, whichever path read the file."""
+    walked = read_model(corpus[name])
+    monkeypatch.setattr(reader, "ACCELERATE", False)
+    numpy_read = read_model(corpus[name])
+    arrays = (
+        "tensor_buffer",
+        "op_opcode",
+        "tensor_dtype",
+        "inputs",
+        "outputs",
+        "tensor_is_variable",
+    )
+    csrs = ("op_inputs", "op_outputs", "op_intermediates", "tensor_shape", "tensor_signature")
+    assert len(walked.subgraphs) == len(numpy_read.subgraphs)
+    for a, b in zip(walked.subgraphs, numpy_read.subgraphs, strict=True):
+        for f in arrays:
+            x, y = getattr(a, f), getattr(b, f)
+            assert x.dtype == y.dtype and np.array_equal(x, y), f
+        for f in csrs:
+            x, y = getattr(a, f), getattr(b, f)
+            assert x.ptr.dtype == y.ptr.dtype and np.array_equal(x.ptr, y.ptr), f
+            assert x.idx.dtype == y.idx.dtype and np.array_equal(x.idx, y.idx), f
+    for f in ("mem", "start", "length", "external"):
+        x, y = getattr(walked.buffers, f), getattr(numpy_read.buffers, f)
+        assert x.dtype == y.dtype and np.array_equal(x, y), f
+    assert walked.signature_defs == numpy_read.signature_defs
