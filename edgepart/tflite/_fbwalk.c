@@ -249,8 +249,7 @@ static int visit(W *w, int64_t t, int64_t pos, int depth) {
     return OK;
 }
 
-/* A new NumPy array of `count` items of `typenum` (shape (count / 2, 2) if pairs), holding a
- * copy of `bytes`. */
+/* A new NumPy array of `typenum` items holding a copy of output `o` (shape (n, 2) if `pairs`). */
 static PyObject *array_of(const Out *o, int typenum, int pairs) {
     PyArray_Descr *descr = PyArray_DescrFromType(typenum);
     if (!descr) return NULL;

@@ -192,9 +192,9 @@ class _Assembler:
         read when something first asks for a buffer's extent (a tensor's data, constness, the
         writer), and a defect raises :class:`ModelFormatError` then.
         """
-        return BufferTable.deferred(len(self.raw.buf_pos), (self.fb.data,), self.buffer_columns)
+        return BufferTable.deferred(len(self.raw.buf_pos), (self.fb.data,), self.load_buffers)
 
-    def buffer_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def load_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(mem, start, length, external) of every buffer, verified."""
         spans, offset, size = buffer_columns(self.fb, self.raw.buf_pos)
         start = spans[:, 0].copy()
