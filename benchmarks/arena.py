@@ -150,7 +150,7 @@ def scale(n: int, repeats: int) -> dict[str, Any]:
 
 
 def corpus(names: list[str], budget: float) -> list[dict[str, Any]]:
-    from edgepart.memory.model import model_buffers
+    from edgepart.memory.model_problem import model_buffers
 
     rows = []
     for name in names:
@@ -176,9 +176,9 @@ STRATEGIES = ("tflite", "portfolio", "search")
 
 def _placements(model: Any, profile: str, modes: list[str]) -> dict[str, tuple[Any, Any]]:
     """``mode -> (model problem, evaluation)`` from the partitioner's API."""
-    from edgepart.partition.from_model import model_costgraph
-    from edgepart.partition.model_baseline import profile_default_baseline
-    from edgepart.partition.solve import SolveOptions, partition_costgraph
+    from edgepart.lowering.default_placement import profile_default_baseline
+    from edgepart.lowering.from_model import model_costgraph
+    from edgepart.placement.solve import SolveOptions, partition_costgraph
 
     problem = model_costgraph(model, profile)
     default = profile_default_baseline(problem)
@@ -199,9 +199,9 @@ def _placements(model: Any, profile: str, modes: list[str]) -> dict[str, tuple[A
 
 
 def _partitioned_row(problem: Any, ev: Any, budget: float) -> dict[str, Any]:
+    from edgepart.deploy.apply import arena_partitions, placed_partitions
+    from edgepart.deploy.memory_plan import arena_buffers
     from edgepart.memory.global_plan import plan_partitioned
-    from edgepart.partition.arena import arena_buffers
-    from edgepart.partition.deploy import arena_partitions, placed_partitions
 
     parts = placed_partitions(problem, ev)
     sg, aparts, host, outs = arena_partitions(problem, parts)

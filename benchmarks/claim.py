@@ -1,9 +1,10 @@
 """Claiming speed: edgepart's TFLite partitioning model on generated graphs of 1,000-100,000 ops.
 
-For each delegate, times ``edgepart.claim.flow.claim`` (per-op support with memoization, TFLite
-epochs, the delegate's selection and the replacement run) on a generated CNN-like graph: residual
-blocks of CONV_2D / DEPTHWISE_CONV_2D / ADD / activation ops with a refused op (CUMSUM) every 40
-ops, float32 for the float delegates and int8 for the 8-bit ones. Baselines in the same run:
+For each delegate, times ``edgepart.claim.delegation.claim`` (per-op support with memoization,
+TFLite epochs, the delegate's selection and the replacement run) on a generated CNN-like graph:
+residual blocks of CONV_2D / DEPTHWISE_CONV_2D / ADD / activation ops with a refused op (CUMSUM)
+every 40 ops, float32 for the float delegates and int8 for the 8-bit ones. Baselines in the same
+run:
 
 * LiteRT itself: constructing an ``Interpreter`` and ``allocate_tensors()`` (which applies XNNPACK)
   on the same float model written with edgepart's writer, for sizes up to 10,000 ops;
@@ -28,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from edgepart.claim.delegation import claim
 from edgepart.claim.epochs import partition_independent_subsets
-from edgepart.claim.flow import claim
 from edgepart.devices.delegate import load_delegate
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType

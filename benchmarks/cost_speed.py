@@ -134,10 +134,10 @@ def main() -> int:
     args = ap.parse_args()
 
     from edgepart.cost.model import CostModel
-    from edgepart.cost.profiler import ProfileConfig, profile_model
     from edgepart.cost.roofline import roofline_time
-    from edgepart.cost.timing import TimingConfig
     from edgepart.cost.work import op_work
+    from edgepart.profiling.host import ProfileConfig, profile_model
+    from edgepart.profiling.timing import TimingConfig
     from edgepart.tflite.reader import read_model
     from edgepart.tflite.writer import write_model
 

@@ -2,7 +2,7 @@
 """Cost-model fidelity on this host: predicted vs measured whole-model latency, in one run.
 
 For every runnable corpus model (``tools/build_corpus.py``) and each executor (XNNPACK and the
-builtin kernels, 1 thread by default), the host profiler (:mod:`edgepart.cost.profiler`) times
+builtin kernels, 1 thread by default), the host profiler (:mod:`edgepart.profiling.host`) times
 every op/fused group *and* the whole model, interleaved in the same rounds. The prediction is
 what the partitioner would use: a :class:`~edgepart.cost.model.CostModel` over the resulting
 latency table, ``partition_latency(all ops)`` = the measured per-invocation overhead once, one
@@ -64,7 +64,7 @@ def corpus(names: list[str] | None) -> dict[str, Path]:
 def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, object]:
     from edgepart.cost.hardware import Hardware, ProcessorSpec
     from edgepart.cost.model import CostModel
-    from edgepart.cost.profiler import ProfileConfig, profile_model
+    from edgepart.profiling.host import ProfileConfig, profile_model
     from edgepart.tflite.reader import read_model
 
     model = read_model(path)

@@ -1,6 +1,6 @@
 """Placement quality: heuristic vs exact optimum vs TFLite's default placement, in one run.
 
-Instances: seeded random DNN-shaped cost graphs (``edgepart.partition.synth``), 10-40 fused nodes,
+Instances: seeded random DNN-shaped cost graphs (``edgepart.placement.synth``), 10-40 fused nodes,
 2-4 processors, random support gaps, dispatch overheads, link costs, sometimes a memory-limited
 accelerator. For each instance, under the latency objective (or ``--objective``):
 
@@ -17,7 +17,7 @@ Targets (issue 5): mean gap <= 1 %, worst <= 3 %, never slower than the baseline
 
 Second part: the fused corpus models (``tools/build_corpus.py``, the default corpus) under every
 device profile in ``device_profiles/``: each model's main subgraph becomes a cost graph
-(``edgepart.partition.from_model``: exact claim rules, the cost model's roofline estimates
+(``edgepart.lowering.from_model``: exact claim rules, the cost model's roofline estimates
 since no phone was measured, the fusion pre-pass), and the same three solvers run, the baseline
 being TFLite's default placement on that device (the profile's default delegates then XNNPACK,
 from the exact claim model). The exact solver runs on every instance with its time limit; the
@@ -45,13 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.partition.baseline import Baseline, best_baseline, tflite_baselines
-from edgepart.partition.check import check_evaluation
-from edgepart.partition.costgraph import CostGraph, costgraph_from_dict
-from edgepart.partition.exact import solve_exact
-from edgepart.partition.heuristic import solve_heuristic
-from edgepart.partition.schedule import objective_key
-from edgepart.partition.synth import random_costgraph_doc
+from edgepart.placement.baseline import Baseline, best_baseline, tflite_baselines
+from edgepart.placement.costgraph import CostGraph, costgraph_from_dict
+from edgepart.placement.evaluate import objective_key
+from edgepart.placement.exact import solve_exact
+from edgepart.placement.heuristic import solve_heuristic
+from edgepart.placement.placement_check import check_evaluation
+from edgepart.placement.synth import random_costgraph_doc
 
 
 def synthetic_cases(count: int, seed: int) -> Iterator[tuple[str, CostGraph]]:
@@ -78,8 +78,8 @@ def corpus_cases() -> Iterator[tuple[str, CostGraph, Baseline]]:
     import build_corpus
 
     from edgepart.devices.profile import profile_names
-    from edgepart.partition.from_model import model_costgraph
-    from edgepart.partition.model_baseline import profile_default_baseline
+    from edgepart.lowering.default_placement import profile_default_baseline
+    from edgepart.lowering.from_model import model_costgraph
     from edgepart.tflite.reader import read_model
 
     out = build_corpus.default_out_dir()

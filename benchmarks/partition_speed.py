@@ -1,6 +1,6 @@
 """Heuristic placement speed on generated graphs of 1,000 / 10,000 / 100,000 nodes, 4 processors.
 
-For each size: generate a seeded DNN-shaped cost graph (``edgepart.partition.synth``) with a CPU,
+For each size: generate a seeded DNN-shaped cost graph (``edgepart.placement.synth``) with a CPU,
 GPU, NPU and DSP, load it through the validating loader, then time (median of ``--repeat`` runs
 for sizes up to 10,000, one run above):
 
@@ -36,11 +36,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edgepart.partition.baseline import best_baseline, tflite_baselines
-from edgepart.partition.costgraph import costgraph_from_dict
-from edgepart.partition.heuristic import solve_heuristic
-from edgepart.partition.schedule import evaluate
-from edgepart.partition.synth import random_costgraph_doc
+from edgepart.placement.baseline import best_baseline, tflite_baselines
+from edgepart.placement.costgraph import costgraph_from_dict
+from edgepart.placement.evaluate import evaluate
+from edgepart.placement.heuristic import solve_heuristic
+from edgepart.placement.synth import random_costgraph_doc
 
 TARGETS = {10_000: 1.0, 100_000: 10.0}
 
@@ -61,7 +61,7 @@ def _metis_time(g: Any, repeat: int) -> float | None:
         return None
     import numpy as np
 
-    from edgepart.partition.edgecut import _metis_blocks
+    from edgepart.placement.edgecut import _metis_blocks
 
     w = np.where(np.isfinite(g.latency), g.latency, np.inf).min(axis=1)
     t, _ = _time(lambda: _metis_blocks(g, w, 4, 0.05, 0), repeat)
@@ -107,9 +107,9 @@ def generated_model(n_ops: int, seed: int = 0) -> Any:
 
 
 def model_rows(sizes: list[int]) -> list[dict[str, Any]]:
-    from edgepart.claim.flow import claim
-    from edgepart.partition.from_model import model_costgraph
-    from edgepart.partition.model_baseline import profile_default_baseline
+    from edgepart.claim.delegation import claim
+    from edgepart.lowering.default_placement import profile_default_baseline
+    from edgepart.lowering.from_model import model_costgraph
 
     rows = []
     for n in sizes:

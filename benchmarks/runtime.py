@@ -21,7 +21,7 @@
     the bundles exactly as the partitioner will write its own (``PartitionSpec.predicted``,
     ``plan_extra["predicted"]``); they are labelled as such.
 
-Timing loop (``edgepart.runtime.bench.time_calls``): per round, ``warmup`` untimed calls then
+Timing loop (``edgepart.runtime.latency.time_calls``): per round, ``warmup`` untimed calls then
 ``repeat`` timed calls, median per round; rounds alternate which contender goes first and
 the figures are the median over rounds of the per-round medians (and of the per-round
 ratios). Throughput: per round, stream ``items`` inputs (after a short warm-up stream); the
@@ -60,7 +60,7 @@ from edgepart.errors import UsageError  # noqa: E402
 from edgepart.ir import analysis  # noqa: E402
 from edgepart.ir.extract import extract  # noqa: E402
 from edgepart.runtime import PartitionedInterpreter  # noqa: E402
-from edgepart.runtime.bench import StreamStats, time_calls, time_stream  # noqa: E402
+from edgepart.runtime.latency import StreamStats, time_calls, time_stream  # noqa: E402
 from edgepart.tflite.reader import read_model  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Generate ``edgepart/tflite/_schema.py`` from the installed TFLite schema bindings.
+"""Generate ``edgepart/schema/tables.py`` from the installed TFLite schema bindings.
 
 The TFLite schema ships with ``ai-edge-litert`` as flatc-generated Python
 (``ai_edge_litert.schema_py_generated``). That module is slow to use (one Python call per field)
@@ -24,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "edgepart" / "tflite" / "_schema.py"
+OUT = Path(__file__).resolve().parents[1] / "edgepart" / "schema" / "tables.py"
 
 # Enum-typed scalar fields. The generated Python erases enum types to plain integers, so the
 # mapping from field to enum is stated here. Fields are matched by (table, field) first, then by

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from edgepart.android.bench import BenchReport, check_unique, open_store
 from edgepart.android.bm_flags import DelegateChoice, parse_delegate
 from edgepart.android.driver import DeviceResult, run_on_devices
 from edgepart.android.jobs import Job, RunSettings
+from edgepart.android.model_bench import BenchReport, check_unique, open_store
 from edgepart.android.server import AdbServer
 from edgepart.errors import UsageError
 

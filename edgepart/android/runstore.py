@@ -3,7 +3,7 @@
 A results directory holds ``results.json`` (every run's status, summary and file names, rewritten
 atomically after each run) and the raw material of each run under ``runs/<serial>/``: the tool's
 log and the files pulled from the device (per-op proto or CSV, runtime-info proto). Nothing is
-half-written: each file goes through :func:`edgepart._io.atomic_write`, pulls are all or nothing.
+half-written: each file goes through :func:`edgepart.fileio.atomic_write`, pulls are all or nothing.
 
 A run is identified by ``(serial, label)``; the label is the delegate (``xnnpack``), or
 ``partition@delegate`` for bundles. Status ``ok`` and ``failed`` (the tool's own verdict, e.g. GPU
@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from edgepart._io import atomic_write, atomic_write_text
 from edgepart.errors import UsageError
+from edgepart.fileio import atomic_write, atomic_write_text
 
 __all__ = [
     "FINAL_STATUSES",

@@ -8,7 +8,6 @@ Write one with :func:`write_bundle` (the partitioner's apply step), read one wit
 
 from __future__ import annotations
 
-from edgepart.bundle.arena import HOST_MEMORY, plan_boundary_arena
 from edgepart.bundle.format import (
     ARENA_FORMAT,
     BUNDLE_FORMAT,
@@ -26,8 +25,9 @@ from edgepart.bundle.format import (
     arena_from_doc,
     plan_from_doc,
 )
-from edgepart.bundle.graph import PlanGraph
 from edgepart.bundle.load import load_bundle
+from edgepart.bundle.plan_graph import PlanGraph
+from edgepart.bundle.staging_arena import HOST_MEMORY, plan_boundary_arena
 from edgepart.bundle.write import RESERVED_PLAN_KEYS, PartitionSpec, build_bundle, write_bundle
 
 __all__ = [

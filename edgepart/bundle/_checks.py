@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from edgepart.bundle.graph import PlanGraph, tensor_nbytes
+from edgepart.bundle.plan_graph import PlanGraph, tensor_nbytes
 from edgepart.errors import BundleError
 
 if TYPE_CHECKING:

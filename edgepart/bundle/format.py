@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgepart.bundle import _json
+from edgepart import jsondoc as _json
 from edgepart.bundle._checks import check_arena, check_plan
 from edgepart.errors import BundleError
 

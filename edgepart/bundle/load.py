@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from edgepart.bundle import _json
+from edgepart import jsondoc as _json
 from edgepart.bundle.format import (
     BUNDLE_FORMAT,
     Bundle,

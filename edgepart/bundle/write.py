@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgepart import __version__
-from edgepart._io import atomic_dir
-from edgepart.bundle import _json
-from edgepart.bundle.arena import plan_boundary_arena
+from edgepart import jsondoc as _json
 from edgepart.bundle.format import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
@@ -36,8 +34,10 @@ from edgepart.bundle.format import (
     arena_from_doc,
 )
 from edgepart.bundle.parts import PartSource, dependency_order, extract_partition, model_tensors
-from edgepart.bundle.report import format_report
+from edgepart.bundle.report_txt import format_report
+from edgepart.bundle.staging_arena import plan_boundary_arena
 from edgepart.errors import UsageError
+from edgepart.fileio import atomic_dir
 
 if TYPE_CHECKING:
     from edgepart.devices.profile import DeviceProfile

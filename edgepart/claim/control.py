@@ -16,7 +16,7 @@ import numpy as np
 from edgepart.errors import ModelFormatError
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = [
     "METADATA_KEY",

@@ -140,7 +140,7 @@ def handler(args: argparse.Namespace) -> int:
         report = bench_bundle(args.target, threads=args.threads, libraries=libs, **common)
         _emit(report, args.json, _print_bundle)
     else:
-        from edgepart.android.bench import bench_model
+        from edgepart.android.model_bench import bench_model
 
         if args.delegate_library:
             raise UsageError("--delegate-library applies to bundles; use --delegate external:PATH")
@@ -324,7 +324,7 @@ def _print_bundle(report: Any) -> None:
 def profile_adb(args: argparse.Namespace) -> int:
     """The ``--adb`` branch of ``edgepart profile``: per-op profile on phones -> latency table."""
     from edgepart.android.bm_flags import parse_delegate
-    from edgepart.android.profile_adb import profile_model_adb
+    from edgepart.profiling.phone import profile_model_adb
 
     common = _common(args)
     delegates = [parse_delegate(d) for d in args.delegate or ["xnnpack"]]

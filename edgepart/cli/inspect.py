@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgepart.summary import describe_ops, format_summary, summarize
+    from edgepart.ir.summary import describe_ops, format_summary, summarize
     from edgepart.tflite.reader import read_model
 
     model = read_model(args.model)
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         result["ops"] = describe_ops(model)
     claims = None
     if args.profile or args.delegate:
-        from edgepart.claim.report import claim_report, format_claim_report
+        from edgepart.claim.explain import claim_report, format_claim_report
 
         claims = claim_report(model, profile=args.profile, delegates=args.delegate)
         result["claims"] = claims

@@ -3,7 +3,7 @@
 Two problem sources, one set of solvers:
 
 * ``MODEL --profile DEVICE [-o OUT/]``: the model's main subgraph becomes a cost graph (claim
-  rules, cost model, fusion pre-pass: :func:`edgepart.partition.from_model.model_costgraph`);
+  rules, cost model, fusion pre-pass: :func:`edgepart.lowering.from_model.model_costgraph`);
   the plan is compared with TFLite's default placement on that device, and ``-o`` writes a
   bundle directory (plan.json, one .tflite per partition, arena.json, manifest, reports).
 * ``--graph COSTGRAPH.json [-o PLAN.json]``: a documented cost graph (``docs/costgraph.md``).
@@ -86,7 +86,7 @@ def register(subparsers: Any) -> None:
 
 def _graph_problem(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The cost graph of ``--graph`` and a description of where it came from."""
-    from edgepart.partition.costgraph import load_costgraph
+    from edgepart.placement.costgraph import load_costgraph
 
     if args.profile:
         raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
@@ -104,7 +104,7 @@ def _graph_problem(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _options(args: argparse.Namespace) -> tuple[str, Any]:
-    from edgepart.partition.solve import SolveOptions
+    from edgepart.placement.solve import SolveOptions
 
     if args.time_limit is not None and not args.exact:
         raise UsageError("--time-limit applies to --exact only")
@@ -138,9 +138,9 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _graph(args: argparse.Namespace, method: str, opts: Any) -> int:
-    from edgepart._io import atomic_write_text
-    from edgepart.partition.plan import format_report, plan_json
-    from edgepart.partition.solve import partition_costgraph
+    from edgepart.fileio import atomic_write_text
+    from edgepart.placement.plan_doc import format_report, plan_json
+    from edgepart.placement.solve import partition_costgraph
 
     g, source = _graph_problem(args)
     sol = partition_costgraph(g, method, opts)
@@ -155,16 +155,16 @@ def _graph(args: argparse.Namespace, method: str, opts: Any) -> int:
 def _model(args: argparse.Namespace, method: str, opts: Any) -> int:
     import time
 
-    from edgepart._io import atomic_write_text
     from edgepart.cost.hardware import hardware_from_profile
     from edgepart.cost.model import CostModel
     from edgepart.cost.table import tables_from
+    from edgepart.deploy.apply import placed_partitions, write_plan_bundle
+    from edgepart.deploy.report_text import format_model_report
     from edgepart.devices.profile import load_profile
-    from edgepart.partition.deploy import placed_partitions, write_plan_bundle
-    from edgepart.partition.from_model import model_costgraph
-    from edgepart.partition.model_baseline import profile_default_baseline
-    from edgepart.partition.model_report import format_model_report
-    from edgepart.partition.solve import partition_costgraph
+    from edgepart.fileio import atomic_write_text
+    from edgepart.lowering.default_placement import profile_default_baseline
+    from edgepart.lowering.from_model import model_costgraph
+    from edgepart.placement.solve import partition_costgraph
     from edgepart.tflite.reader import read_model
 
     if not args.profile:

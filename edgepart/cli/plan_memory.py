@@ -145,7 +145,7 @@ def handler(args: argparse.Namespace) -> int:
 
 def _write_tflm(args: argparse.Namespace, limit: float) -> None:
     from edgepart.errors import UsageError
-    from edgepart.memory.model import offline_plan
+    from edgepart.memory.model_problem import offline_plan
     from edgepart.tflite.writer import save_model
 
     if args.path.suffix.lower() != ".tflite":
@@ -167,7 +167,7 @@ def _load(path: Path, alignment: int) -> MemoryProblem:
     from edgepart.memory.csvio import read_buffers_csv
 
     if path.suffix.lower() == ".tflite":
-        from edgepart.memory.model import model_problem
+        from edgepart.memory.model_problem import model_problem
 
         return model_problem(path, alignment=alignment)
     return read_buffers_csv(path, default_alignment=alignment)
@@ -175,11 +175,11 @@ def _load(path: Path, alignment: int) -> MemoryProblem:
 
 def _plan_bundle(args: argparse.Namespace, strategies: tuple[str, ...], limit: float) -> int:
     """Per-partition and global plans of a bundle; the offsets of the last strategy."""
-    from edgepart._io import atomic_write_text
-    from edgepart.memory.bundle_plan import bundle_buffers
+    from edgepart.bundle.buffers import bundle_buffers
+    from edgepart.fileio import atomic_write_text
     from edgepart.memory.csvio import write_offsets_csv
     from edgepart.memory.global_plan import plan_partitioned
-    from edgepart.memory.report import format_partitioned, partitioned_json
+    from edgepart.memory.partitioned_report import format_partitioned, partitioned_json
 
     bb = bundle_buffers(args.path, alignment=args.alignment)
     pb = bb.buffers

@@ -86,8 +86,8 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _host(args: argparse.Namespace) -> int:
-    from edgepart.cost.profiler import ProfileConfig, profile_model
-    from edgepart.cost.timing import TimingConfig
+    from edgepart.profiling.host import ProfileConfig, profile_model
+    from edgepart.profiling.timing import TimingConfig
     from edgepart.tflite.reader import read_model
 
     model = read_model(args.model)

@@ -78,10 +78,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgepart._io import atomic_write, atomic_write_text
     from edgepart.errors import UsageError
+    from edgepart.fileio import atomic_write, atomic_write_text
     from edgepart.runtime import PartitionedInterpreter
-    from edgepart.runtime import check as rc
+    from edgepart.runtime import verification as rc
 
     libs = {}
     for spec in args.delegate:

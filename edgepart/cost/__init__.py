@@ -3,5 +3,5 @@
 Modules: :mod:`~edgepart.cost.work` (FLOPs and bytes), :mod:`~edgepart.cost.hardware` (the
 cost-side view of a device profile), :mod:`~edgepart.cost.roofline`, :mod:`~edgepart.cost.table`
 (latency tables), :mod:`~edgepart.cost.model` (the :class:`CostModel` the partitioner calls) and
-:mod:`~edgepart.cost.profiler` (measuring this host with LiteRT).
+:mod:`~edgepart.profiling.host` (measuring this host with LiteRT).
 """

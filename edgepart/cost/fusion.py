@@ -24,7 +24,7 @@ from edgepart.cost.table import Stats
 from edgepart.cost.units import Unit, UnitResult
 from edgepart.ir import analysis
 from edgepart.ir.graph import Subgraph
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = ["ALPHA", "candidate_pairs", "candidate_units", "detect", "is_fused"]
 

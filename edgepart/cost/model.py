@@ -36,7 +36,7 @@ import numpy as np
 
 from edgepart.cost._table_costs import SOURCES, SRC, apply_context, fill_from_table, table_groups
 from edgepart.cost.context import predecessors
-from edgepart.cost.delegation import ControlEdges, count_nodes, metadata_edges
+from edgepart.cost.delegate_nodes import ControlEdges, count_nodes, metadata_edges
 from edgepart.cost.hardware import Hardware
 from edgepart.cost.roofline import Roofline, roofline
 from edgepart.cost.table import (
@@ -175,7 +175,7 @@ class GraphCosts:
     def _claimed(self, model: Model) -> np.ndarray:
         """Per op: whether XNNPACK takes it in the whole subgraph (computed once)."""
         if self._claim is None:
-            from edgepart.claim.flow import claim
+            from edgepart.claim.delegation import claim
 
             si = next(i for i, s in enumerate(model.subgraphs) if s is self.sg)
             owner = claim(model, subgraph=si).owner
@@ -254,7 +254,8 @@ class GraphCosts:
 
     def delegate_partitions(self, ops: Iterable[int], proc: str | int) -> int:
         """Delegate kernels the executor forms among ``ops`` (the table's delegated ones),
-        counted with TFLite's own partitioning (:func:`edgepart.cost.delegation.count_nodes`)."""
+        counted with TFLite's own partitioning
+        (:func:`edgepart.cost.delegate_nodes.count_nodes`)."""
         p = self.proc_index(proc)
         idx = np.unique(np.asarray(ops if isinstance(ops, np.ndarray) else list(ops), np.int64))
         return count_nodes(self.sg, idx, self._delegated[idx, p], self._control)

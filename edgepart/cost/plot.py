@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from edgepart._io import atomic_write
 from edgepart.cost.model import GraphCosts
+from edgepart.fileio import atomic_write
 
 __all__ = ["roofline_png"]
 

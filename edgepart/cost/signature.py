@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.cost._rules import Ctx
+from edgepart.cost.rules import Ctx
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Subgraph
 

@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from edgepart._io import atomic_write_text
 from edgepart.cost.stats import STAT_GETTERS as _STAT_GETTERS
 from edgepart.cost.stats import Stats, stats_from_samples
 from edgepart.errors import LatencyTableError
+from edgepart.fileio import atomic_write_text
 
 __all__ = [
     "FORMAT",

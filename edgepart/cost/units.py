@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgepart.cost._rules import Ctx
+from edgepart.cost.rules import Ctx
 from edgepart.cost.table import Stats
 from edgepart.ir import analysis
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Subgraph
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = ["Unit", "UnitResult", "convex_closure", "state_groups", "timing_units"]
 

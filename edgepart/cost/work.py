@@ -1,7 +1,7 @@
 """Work per op: FLOPs (a multiply-accumulate counts as 2) and bytes moved, from the IR alone.
 
 :func:`op_work` costs every op of a subgraph with a few dozen vectorized NumPy expressions, one
-per op kind present (the per-kind rules live in :mod:`edgepart.cost._rules`), so a 100,000-op
+per op kind present (the per-kind rules live in :mod:`edgepart.cost.rules`), so a 100,000-op
 graph takes milliseconds. Bytes are the *minimum traffic*: every tensor an op touches is read or
 written once (activations read, activations written, weights read). Per-kind corrections:
 
@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgepart.cost import _rules
-from edgepart.cost._rules import Ctx
+from edgepart.cost import rules as _rules
+from edgepart.cost import work_rules  # noqa: F401  (registers every rule in rules.RULES)
+from edgepart.cost.rules import Ctx
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = ["OpWork", "op_work"]
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgepart._data import shipped_dir
 from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml, yaml_names
 from edgepart.devices.capability import BoundPredicate, bind_predicate
 from edgepart.devices.roles import ROLES
+from edgepart.devices.search_path import shipped_dir
 from edgepart.ir.dtypes import DType
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = [
     "ClaimPolicy",

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgepart._data import shipped_dir
 from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml, yaml_names
 from edgepart.devices.delegate import delegate_names
+from edgepart.devices.search_path import shipped_dir
 from edgepart.errors import ProfileError
 
 __all__ = [

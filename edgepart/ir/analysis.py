@@ -17,7 +17,7 @@ import numpy as np
 from edgepart.errors import ModelFormatError
 from edgepart.ir.graph import Subgraph
 from edgepart.ir.values import Csr
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = [
     "boundary_tensors",

@@ -14,7 +14,7 @@ import numpy as np
 from edgepart.ir import analysis
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = ["state_groups"]
 

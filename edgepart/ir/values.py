@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.tflite import opnames
-from edgepart.tflite._schema import TABLES
+from edgepart.schema import opnames
+from edgepart.schema.tables import TABLES
 
 __all__ = [
     "Csr",

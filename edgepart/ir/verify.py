@@ -16,7 +16,7 @@ from edgepart.errors import ModelFormatError
 from edgepart.ir import analysis
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
-from edgepart.tflite.opnames import CALLING_BUILTINS
+from edgepart.schema.opnames import CALLING_BUILTINS
 
 __all__ = ["calling_ops", "check_model", "verify_model", "verify_subgraph"]
 

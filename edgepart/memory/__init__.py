@@ -3,15 +3,16 @@
 Build a :class:`MemoryProblem` (buffers with half-open lifetimes, sizes, alignments, optional
 fixed offsets, per-memory arenas and explicit extra conflicts), call :func:`plan_arena`, and
 verify any plan with :func:`check_plan`. :func:`lower_bound` gives the bound every plan is
-measured against. For a ``.tflite`` model, :func:`edgepart.memory.model.model_buffers` builds
-the problem with TFLite's lifetime rules (:mod:`edgepart.memory.lifetimes`).
+measured against. For a ``.tflite`` model,
+:func:`edgepart.memory.model_problem.model_buffers` builds the problem with TFLite's
+lifetime rules (:mod:`edgepart.memory.lifetimes`).
 
 Plans across partitions (:mod:`edgepart.memory.partitioned`, :mod:`edgepart.memory.global_plan`):
 describe each partition (its ops, the tensors it reads and writes, its unit and memory) with
 ``PartitionTensors``; ``partitioned_buffers`` builds every partition's own problem and the global
 problem (one arena per memory; partitions on a shared timeline, boundary tensors as one buffer
 per memory, concurrent partitions as explicit conflicts, a concurrency lower bound), and
-``plan_partitioned`` plans and compares them. :mod:`edgepart.memory.bundle_plan` does this for a
+``plan_partitioned`` plans and compares them. :mod:`edgepart.bundle.buffers` does this for a
 bundle directory.
 """
 
@@ -27,8 +28,8 @@ from edgepart.memory.arena import (
     plan_arena,
     register_strategy,
 )
+from edgepart.memory.arena_check import check_plan
 from edgepart.memory.bounds import ArenaBound, arena_bounds, lower_bound
-from edgepart.memory.check import check_plan
 from edgepart.memory.problem import DEFAULT_ALIGNMENT, DEFAULT_MEMORY, Buffer, MemoryProblem
 
 __all__ = [

@@ -15,7 +15,7 @@ Three strategies, each never worse than the one before it:
 
 Every arena stops as soon as its peak equals the lower bound (the plan is then optimal). Plans
 are data: :func:`plan_arena` returns an :class:`ArenaPlan`; writing offsets anywhere is the
-caller's step. Each plan is verified by :func:`~edgepart.memory.check.check_plan` before it
+caller's step. Each plan is verified by :func:`~edgepart.memory.arena_check.check_plan` before it
 is returned.
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from edgepart.errors import ArenaOverflowError, UsageError
 from edgepart.memory._arena import Arena, prepare
-from edgepart.memory.check import check_plan
+from edgepart.memory.arena_check import check_plan
 from edgepart.memory.greedy import get_order, place
 from edgepart.memory.problem import MemoryProblem
 from edgepart.memory.search import improve

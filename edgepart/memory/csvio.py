@@ -14,8 +14,8 @@ import io
 import os
 from pathlib import Path
 
-from edgepart._io import atomic_write_text
 from edgepart.errors import UsageError
+from edgepart.fileio import atomic_write_text
 from edgepart.memory.arena import ArenaPlan
 from edgepart.memory.problem import DEFAULT_ALIGNMENT, DEFAULT_MEMORY, MemoryProblem
 

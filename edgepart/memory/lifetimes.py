@@ -30,7 +30,7 @@ import numpy as np
 
 from edgepart.ir.graph import Subgraph
 from edgepart.memory._libstdcxx import std_sort, unordered_set_order
-from edgepart.tflite import opnames
+from edgepart.schema import opnames
 
 __all__ = ["INPLACE_OPS", "PREPARE_FOLDED", "Lifetimes", "tflite_lifetimes"]
 

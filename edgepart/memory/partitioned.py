@@ -29,7 +29,7 @@ The *global* problem: one arena per memory for all partitions together.
   same time: every internal buffer of one conflicts with every internal buffer of the other
   when they share a memory (explicit conflicts; each keeps its own reuse over time). Pairs of
   boundary buffers that may be live together by the dependency rule of the bundle format
-  (:meth:`edgepart.bundle.graph.PlanGraph.conflict`) but whose lifetimes are apart get an
+  (:meth:`edgepart.bundle.plan_graph.PlanGraph.conflict`) but whose lifetimes are apart get an
   explicit conflict too.
 - *Bound.* Besides the live-bytes sweep, partitions that may all run at once add a bound: each
   one's internal peak set, stacked (``floors``); plans take the larger bound.

@@ -21,10 +21,10 @@ import numpy as np
 from edgepart.bundle.format import Bundle, Plan
 from edgepart.errors import UsageError
 from edgepart.runtime import details as _details
+from edgepart.runtime.dispatch import Concurrent, Serial
 from edgepart.runtime.executors import ExecutorChoice, choose_executor, open_partition
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
-from edgepart.runtime.schedule import Concurrent, Serial
 from edgepart.runtime.signature import PartitionedSignatureRunner
 
 __all__ = ["HostFallbackWarning", "PartitionedInterpreter"]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from edgepart.bundle.format import Plan
-from edgepart.bundle.graph import PlanGraph
+from edgepart.bundle.plan_graph import PlanGraph
 
 __all__ = ["Routes", "plan_routes"]
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.errors import ModelFormatError
-from edgepart.tflite._schema import ENUMS, TABLES
+from edgepart.schema.tables import ENUMS, TABLES
 
 try:  # the optional C accelerator (same checks, same results; see _fbcore.c)
     from edgepart.tflite import _fbcore  # type: ignore[attr-defined]

@@ -37,7 +37,7 @@ from edgepart.ir.values import (
     SignatureDef,
     Sparsity,
 )
-from edgepart.tflite._schema import ENUMS, TABLES
+from edgepart.schema.tables import ENUMS, TABLES
 from edgepart.tflite.columns import RawModel, buffer_columns, numpy_columns
 from edgepart.tflite.flatbuf import FlatBuffer, Tables, decode_table, first_outside
 from edgepart.tflite.walk import native_columns

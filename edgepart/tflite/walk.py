@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.tflite._schema import ENUMS, TABLES
+from edgepart.schema.tables import ENUMS, TABLES
 from edgepart.tflite.columns import RawModel
 from edgepart.tflite.flatbuf import SCALARS, FlatBuffer
 

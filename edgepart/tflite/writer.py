@@ -19,12 +19,12 @@ from typing import Any
 import flatbuffers
 import numpy as np
 
-from edgepart._io import atomic_write_chunks
 from edgepart.errors import ModelFormatError
+from edgepart.fileio import atomic_write_chunks
 from edgepart.ir.graph import Model, Subgraph
 from edgepart.ir.values import OpCode, Options, Quantization, Sparsity
-from edgepart.tflite import opnames
-from edgepart.tflite._schema import ENUMS, TABLES
+from edgepart.schema import opnames
+from edgepart.schema.tables import ENUMS, TABLES
 from edgepart.tflite.flatbuf import SCALARS
 
 __all__ = ["save_model", "serialize", "write_model"]

@@ -19,9 +19,9 @@ from bench_helpers import (
     workdirs,
 )
 
-from edgepart.android.bench import bench_model
 from edgepart.android.bm_flags import parse_delegate
 from edgepart.android.jobs import BinarySpec, RunSettings
+from edgepart.android.model_bench import bench_model
 
 
 def test_delegates_side_by_side(

@@ -17,9 +17,9 @@ from edgepart.bundle import (
     load_bundle,
     write_bundle,
 )
-from edgepart.bundle._json import dumps
 from edgepart.errors import BundleError, UsageError
 from edgepart.ir import analysis
+from edgepart.jsondoc import dumps
 from edgepart.tflite.reader import read_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from probes import F32, branches_model, fp16_dense, quantized
 
-from edgepart.claim.flow import claim
+from edgepart.claim.delegation import claim
 from edgepart.devices.delegate import load_delegate
 from edgepart.errors import UsageError
 from edgepart.ir.builder import ModelBuilder

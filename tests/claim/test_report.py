@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from probes import branches_model, six_op_probe
 
-from edgepart.claim.report import claim_report, format_claim_report
+from edgepart.claim.explain import claim_report, format_claim_report
 from edgepart.errors import ProfileError, UsageError
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType

@@ -9,7 +9,7 @@ import pytest
 from litert_oracle import litert_delegates, litert_delegates_isolated
 from probes import xnnpack_probes
 
-from edgepart.claim.flow import claim
+from edgepart.claim.delegation import claim
 from edgepart.tflite.reader import read_model
 from edgepart.tflite.writer import save_model
 

@@ -9,10 +9,14 @@ from _cost_models import conv_chain
 from edgepart.cost.context import ROLE, context_units, predecessors
 from edgepart.cost.hardware import Hardware, ProcessorSpec
 from edgepart.cost.model import CostModel
-from edgepart.cost.profiler import ProfileConfig, profile_model
 from edgepart.cost.signature import group_signature, op_signatures
 from edgepart.cost.table import Entry, LatencyTable, ProcessorTable, Stats
-from edgepart.cost.timing import (
+from edgepart.cost.units import Unit, timing_units
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+from edgepart.ir.graph import Model
+from edgepart.profiling.host import ProfileConfig, profile_model
+from edgepart.profiling.timing import (
     NODE_CHAIN,
     TimingConfig,
     delegate_node_stats,
@@ -20,10 +24,6 @@ from edgepart.cost.timing import (
     make_interpreter,
     node_timers,
 )
-from edgepart.cost.units import Unit, timing_units
-from edgepart.ir.builder import ModelBuilder
-from edgepart.ir.dtypes import DType
-from edgepart.ir.graph import Model
 from edgepart.tflite.writer import write_model
 
 HW = Hardware("host", (ProcessorSpec("cpu"),))

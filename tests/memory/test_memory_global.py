@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgepart.bundle import PartitionSpec, write_bundle
+from edgepart.bundle.buffers import bundle_buffers
 from edgepart.cli import main
 from edgepart.errors import ArenaOverflowError
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model
 from edgepart.memory import check_plan, lower_bound
-from edgepart.memory.bundle_plan import bundle_buffers
 from edgepart.memory.csvio import read_buffers_csv
 from edgepart.memory.global_plan import PartitionedPlan, plan_partitioned
 from edgepart.memory.partitioned import (
@@ -105,11 +105,11 @@ def _check(pb: PartitionedBuffers, plan: PartitionedPlan, outputs: set[int]) -> 
 
 
 def _partitioned(path: Path, profile: str, mode: str) -> PartitionedBuffers:
-    from edgepart.partition.arena import arena_buffers
-    from edgepart.partition.deploy import arena_partitions, placed_partitions
-    from edgepart.partition.from_model import model_costgraph
-    from edgepart.partition.model_baseline import profile_default_baseline
-    from edgepart.partition.solve import SolveOptions, partition_costgraph
+    from edgepart.deploy.apply import arena_partitions, placed_partitions
+    from edgepart.deploy.memory_plan import arena_buffers
+    from edgepart.lowering.default_placement import profile_default_baseline
+    from edgepart.lowering.from_model import model_costgraph
+    from edgepart.placement.solve import SolveOptions, partition_costgraph
     from edgepart.tflite.reader import read_model
 
     problem = model_costgraph(read_model(path), profile)

@@ -12,7 +12,7 @@ from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model
 from edgepart.memory import plan_arena
 from edgepart.memory.lifetimes import tflite_lifetimes
-from edgepart.memory.model import model_buffers, tensor_offsets
+from edgepart.memory.model_problem import model_buffers, tensor_offsets
 from edgepart.tflite.writer import write_model
 
 F32 = DType.FLOAT32

@@ -9,7 +9,7 @@ import pytest
 
 from edgepart.cli import main
 from edgepart.memory import check_plan, plan_arena
-from edgepart.memory.model import (
+from edgepart.memory.model_problem import (
     OFFLINE_PLAN_METADATA,
     model_buffers,
     offline_plan,

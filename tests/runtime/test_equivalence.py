@@ -28,8 +28,9 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from rt_cuts import banded, contiguous
 
 from edgepart.bundle import PartitionSpec, build_bundle
+from edgepart.deploy.compile import partition_specs
 from edgepart.runtime import PartitionedInterpreter
-from edgepart.runtime.check import random_inputs
+from edgepart.runtime.verification import random_inputs
 from edgepart.tflite.reader import read_model
 
 KERNELS = ("xnnpack", "builtin", "reference")
@@ -158,16 +159,8 @@ def _maxdiff(a, b):
 
 
 def _profile_specs(path, profile):
-    """Hook for the partitioner (issue 5): the partition specs it makes for a model and a device
-    profile. The integrator connects it here; until then the profile test is skipped."""
-    try:
-        from edgepart.partition import model_partition  # type: ignore[attr-defined]
-    except ImportError:
-        pytest.skip(
-            "no model-level partitioner yet: connect edgepart.partition here "
-            "(_profile_specs in tests/runtime/test_equivalence.py)"
-        )
-    return model_partition.partition_specs(path, profile)  # pragma: no cover
+    """The partition specs the partitioner makes for a model and a device profile."""
+    return partition_specs(path, profile)
 
 
 @pytest.mark.parametrize("profile", ["pixel8", "galaxy_s24_ultra", "coral_devboard"])

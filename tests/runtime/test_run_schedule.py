@@ -15,7 +15,7 @@ from rt_models import branchy_mlp, gather_model
 from edgepart.bundle import PartitionSpec, build_bundle
 from edgepart.errors import RuntimeBackendError, UsageError
 from edgepart.runtime import PartitionedInterpreter, TensorValueError
-from edgepart.runtime.bench import time_stream
+from edgepart.runtime.latency import time_stream
 from edgepart.tflite.reader import read_model
 from edgepart.tflite.writer import write_model
 

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from edgepart.errors import EdgepartError, ModelFormatError
+from edgepart.ir.summary import describe_ops, summarize
 from edgepart.ir.verify import verify_model
-from edgepart.summary import describe_ops, summarize
 from edgepart.tflite.reader import read_model_bytes
 from edgepart.tflite.writer import write_model
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgepart.tflite import _schema, opnames
+from edgepart.schema import opnames
+from edgepart.schema import tables as _schema
 from edgepart.tflite.reader import read_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,13 +20,13 @@ def test_generated_tables_are_current(tmp_path):
     code = (ROOT / "tools" / "gen_schema.py").read_text()
     out = tmp_path / "_schema.py"
     patched = code.replace(
-        'OUT = Path(__file__).resolve().parents[1] / "edgepart" / "tflite" / "_schema.py"',
+        'OUT = Path(__file__).resolve().parents[1] / "edgepart" / "schema" / "tables.py"',
         f"OUT = Path({str(out)!r})",
     )
     script = tmp_path / "gen.py"
     script.write_text(patched)
     subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
-    assert out.read_text() == (ROOT / "edgepart" / "tflite" / "_schema.py").read_text()
+    assert out.read_text() == (ROOT / "edgepart" / "schema" / "tables.py").read_text()
 
 
 def test_builtin_codes_match_the_bindings():

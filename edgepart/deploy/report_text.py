@@ -1,0 +1,145 @@
+"""The short human report of ``edgepart partition MODEL --profile DEVICE``.
+
+Partitions (unit, delegate, ops, predicted times), the predicted latency against TFLite's default
+placement, transfers, memory per unit and per memory domain, and which ops were forced onto the
+CPU and why (TFLite's ``"OPNAME: reason"`` lines from the claim rules). Deterministic text: no
+wall-clock times (the CLI prints those separately).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from edgepart.deploy.apply import PlacedPartition, cpu_forced
+from edgepart.lowering.default_placement import DefaultPlacement
+from edgepart.lowering.from_model import ModelProblem
+from edgepart.placement.evaluate import objective_key
+from edgepart.placement.solve import Solution
+
+__all__ = ["format_model_report"]
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.3f} ms" if math.isfinite(x) else "infeasible"
+
+
+def _kb(n: float) -> str:
+    return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.2f} MiB"
+
+
+def format_model_report(
+    problem: ModelProblem,
+    sol: Solution,
+    parts: Sequence[PlacedPartition],
+    default: DefaultPlacement | None = None,
+    arena: Mapping[str, Any] | None = None,
+    *,
+    max_rows: int = 16,
+) -> str:
+    """The report text (see the module docstring)."""
+    g, ev, o, fz, prof = problem.graph, sol.evaluation, sol.options, problem.fusion, problem.profile
+    name = os.path.basename(problem.model.source or "model")
+    units = ", ".join(
+        f"{g.proc_names[p]} ({prof.processors[p].delegate}, {int(g.proc_units[p])} unit"
+        f"{'s' if g.proc_units[p] > 1 else ''})"
+        for p in range(g.num_procs)
+    )
+    merged = ", ".join(f"{k} {v}" for k, v in sorted(fz.merged.items()) if v) or "nothing merged"
+    lines = [
+        f"model {name}: {fz.num_ops} ops -> {g.num_nodes} nodes after fusion "
+        f"(x{fz.shrink:.2f}: {merged}); profile {prof.name}: {units}; objective {o.objective}",
+    ]
+    how = f"method {sol.method}"
+    if sol.method == "exact":
+        how += (
+            f": optimality {'proven' if sol.optimal else 'NOT proven'} "
+            f"(limit {o.time_limit:g} s, {sol.info.get('nodes_explored', 0)} search nodes)"
+        )
+    elif sol.method == "heuristic":
+        how += f": {sol.info.get('evaluations', 0)} evaluations, best start {sol.info.get('start')}"
+    elif sol.method == "edge-cut":
+        how += f": {sol.info.get('partitioner')} k={sol.info.get('k')}"
+    if sol.chosen != sol.method:
+        how += f"; the baseline {sol.chosen} was at least as good and is returned"
+    lines.append(how)
+    pred = f"predicted latency {_ms(ev.latency_s)}, period {_ms(ev.period_s)}"
+    b = sol.baseline
+    if b is not None:
+        k_b = objective_key(b.evaluation, o.objective)[0]
+        k_p = objective_key(ev, o.objective)[0]
+        label = b.name
+        if default is not None and b.name == default.baseline.name:
+            label = "TFLite default (" + " then ".join([*default.delegates, "xnnpack"]) + ")"
+        else:
+            label = f"best TFLite-style baseline {b.name}"
+        pred += (
+            f"; {label}: latency {_ms(b.evaluation.latency_s)} "
+            f"(run serially {_ms(b.evaluation.serial_latency_s)}), "
+            f"speedup {k_b / k_p:.3f}x"
+        )
+    if default is not None and not default.baseline.feasible:
+        pred += (
+            f"; the TFLite default is infeasible here: {default.baseline.evaluation.violations[0]}"
+        )
+    lines.append(pred)
+    lines.append(
+        f"{ev.num_partitions} partitions, {len(ev.xfer_tensor)} transfers "
+        f"({_kb(float(g.tensor_bytes[ev.xfer_tensor].sum()))} per inference)"
+    )
+    for p in parts[:max_rows]:
+        q = p.index
+        lines.append(
+            f"  {p.id:<5} {g.unit_name(p.unit):<11} {prof.processors[p.proc].delegate:<9} "
+            f"{len(p.ops):>5} ops  {ev.part_start[q] * 1e3:9.3f} -> {ev.part_end[q] * 1e3:9.3f} ms"
+        )
+    if len(parts) > max_rows:
+        lines.append(f"  ... {len(parts) - max_rows} more in plan.json")
+    pid = {p.index: p.id for p in parts}
+    nx = len(ev.xfer_tensor)
+    for i in range(min(nx, max_rows)):
+        t, sp = int(ev.xfer_tensor[i]), int(ev.xfer_src_part[i])
+        lines.append(
+            f"  transfer tensor {int(problem.tensor_index[t])} ({_kb(float(g.tensor_bytes[t]))}) "
+            f"{pid[sp] if sp >= 0 else 'input'}: {g.domain_names[int(ev.xfer_src_dom[i])]} -> "
+            f"{g.domain_names[int(ev.xfer_dst_dom[i])]}  {ev.xfer_start[i] * 1e3:.3f} -> "
+            f"{ev.xfer_end[i] * 1e3:.3f} ms"
+        )
+    if nx > max_rows:
+        lines.append(f"  ... {nx - max_rows} more transfers in plan.json")
+    mem = []
+    for u in np.flatnonzero(np.bincount(ev.units, minlength=g.num_units)).tolist():
+        cap = g.proc_memory[g.unit_proc[u]]
+        tot = int(ev.unit_weight_bytes[u] + ev.unit_arena_bytes[u])
+        mem.append(
+            f"{g.unit_name(u)} {_kb(tot)} (weights {_kb(int(ev.unit_weight_bytes[u]))})"
+            + (f" of {_kb(cap)}" if math.isfinite(cap) else "")
+        )
+    lines.append("memory per unit (weights + arena estimate): " + ", ".join(mem))
+    if arena is not None:
+        lines.append(
+            "arena per memory domain: "
+            + ", ".join(
+                f"{m} {_kb(d['size'])} (lower bound {_kb(d['lower_bound'])})"
+                for m, d in sorted(arena["memories"].items())
+            )
+        )
+    forced = cpu_forced(problem, ev)
+    if forced:
+        n_ops = len({op for f in forced for op in f["ops"]})
+        lines.append(f"ops on the CPU that another processor refuses: {n_ops}")
+        for f in forced[:max_rows]:
+            ops = f["ops"]
+            shown = ", ".join(str(x) for x in ops[:6]) + (", ..." if len(ops) > 6 else "")
+            lines.append(f"  {f['processor']}: {f['reason']} (ops {shown})")
+            if f["detail"] != f["reason"]:
+                lines.append(f"      e.g. {f['detail']}")
+        if len(forced) > max_rows:
+            lines.append(f"  ... {len(forced) - max_rows} more reasons in plan.json")
+    else:
+        lines.append("no op was forced onto the CPU by a refusal")
+    return "\n".join(lines) + "\n"

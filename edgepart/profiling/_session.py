@@ -1,0 +1,165 @@
+"""One profiling run's shared state (timers by signature, the table being filled) and helpers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from edgepart.cost.signature import OpSig, group_signature, op_signatures
+from edgepart.cost.table import Entry, ProcessorTable, Stats
+from edgepart.cost.units import Unit, UnitResult
+from edgepart.cost.work import OpWork, op_work
+from edgepart.errors import EdgepartError
+from edgepart.ir.dtypes import DType
+from edgepart.ir.graph import Model, Subgraph
+from edgepart.profiling.standalone import standalone_model
+from edgepart.profiling.timing import Timer, prepare, run_rounds
+
+if TYPE_CHECKING:
+    from edgepart.profiling.host import ProfileConfig
+
+__all__ = ["Session", "activation_names", "host_description", "stat_value"]
+
+log = logging.getLogger(__name__)
+
+
+def host_description() -> str:
+    """A short description of this machine (CPU model and core count)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"host {platform.machine()} {cpu}, {os.cpu_count()} cores"
+
+
+def stat_value(stats: Stats, statistic: str) -> float:
+    return {"median": stats.median_s, "p10": stats.p10_s, "min": stats.min_s}[statistic]
+
+
+class Session:
+    """Shared state of one profiling run: timers by signature key, the table being filled."""
+
+    def __init__(self, model: Model, cfg: ProfileConfig, pt: ProcessorTable) -> None:
+        self.model = model
+        self.sg = model.main
+        self.cfg = cfg
+        self.pt = pt
+        self.sigs: list[OpSig] = op_signatures(self.sg)
+        self.work: OpWork = op_work(self.sg, model)
+        self.timers: dict[str, Timer] = {}
+        self.errors: dict[str, str] = {}
+        self.overhead_s = 0.0
+        self.node_s = 0.0  # one delegate node (XNNPACK partition) beyond a bare invocation
+        self.values: dict[str, np.ndarray] = {}
+
+    def key(self, u: Unit) -> tuple[str, str, str]:
+        if len(u.ops) == 1:
+            s = self.sigs[u.ops[0]]
+            return s.key, s.family, "op"
+        g = group_signature(self.sg, list(u.ops), [self.sigs[i] for i in u.ops])
+        return g.key, g.family, "group"
+
+    def prepare(self, u: Unit) -> Timer | None:
+        from edgepart.tflite.writer import write_model
+
+        key = self.key(u)[0]
+        if key in self.timers or key in self.errors:
+            return self.timers.get(key)
+        try:
+            content = write_model(standalone_model(self.model, list(u.ops), list(u.helpers)))
+            self.timers[key] = prepare(
+                content, self.cfg.executor, self.cfg.threads, self.cfg.timing, self.values
+            )
+        except EdgepartError as e:
+            self.errors[key] = str(e)
+            log.warning("cannot time %s: %s", [self.sg.describe_op(i) for i in u.ops], e)
+        return self.timers.get(key)
+
+    def record(self, u: Unit, stats: Stats | None, role: str) -> UnitResult:
+        key, family, kind = self.key(u)
+        if stats is None:
+            return UnitResult(u, key, kind, 0.0, None, self.errors.get(key, "not timed"))
+        nodes = self.delegate_nodes(key)
+        value = self.value(stats, nodes)
+        ops = list(u.ops)
+        extra = {
+            "ops": len(ops),
+            "op": self.sg.op_name(ops[0]),
+            "role": role,
+            "delegate_nodes": nodes,
+        }
+        self.pt.add(
+            Entry(
+                key,
+                family,
+                kind,
+                float(self.work.flops[ops].sum()),
+                float(self.work.bytes[ops].sum()),
+                stats,
+                value,
+                extra,
+            )
+        )
+        return UnitResult(u, key, kind, value, stats)
+
+    def delegate_nodes(self, key: str) -> int:
+        t = self.timers.get(key)
+        return t.delegate_nodes if t is not None else 0
+
+    def value(self, stats: Stats, delegate_nodes: int) -> float:
+        """What a unit adds inside a larger invocation: its time minus the invocation's fixed
+        cost and minus its delegate nodes' cost (a whole model pays that once per partition)."""
+        v = stat_value(stats, self.cfg.statistic) - self.overhead_s - delegate_nodes * self.node_s
+        return max(v, 0.0)
+
+    def measure_many(self, units: list[Unit]) -> list[tuple[float, Stats] | None]:
+        """Values of ``units`` measured under the same conditions.
+
+        If every unit was already timed in the main interleaved rounds (candidate pairs are
+        prepared up front), those samples are used as they are; otherwise all of them get fresh
+        interleaved samples together (so a comparison never mixes two moments of the machine).
+        """
+        timers = [self.prepare(u) for u in units]
+        already = all(t is not None and t.done and t.samples for t in timers)
+        starts: list[tuple[Timer, int] | None] = []
+        for t in timers:
+            if t is None:
+                starts.append(None)
+            elif already:
+                starts.append((t, 0))
+            else:
+                reps = max(self.cfg.timing.min_repeats, min(t.repeats, 50))
+                starts.append((t, t.more(reps)))
+        if not already:
+            run_rounds([st[0] for st in starts if st is not None])
+        out: list[tuple[float, Stats] | None] = []
+        for start in starts:
+            if start is None:
+                out.append(None)
+                continue
+            timer, since = start
+            st = timer.stats(since)
+            out.append((self.value(st, timer.delegate_nodes), st))
+        return out
+
+
+def activation_names(sg: Subgraph) -> list[str]:
+    """Unambiguous names of the non-constant tensors ops read (extracted units' inputs)."""
+    t = sg.op_inputs.idx.astype(np.int64)
+    t = np.unique(t[t >= 0])
+    # plain data only: LiteRT crashes reading resource handles or variables back
+    dt = sg.tensor_dtype[t]
+    plain = (dt != DType.RESOURCE) & (dt != DType.VARIANT) & (dt != DType.STRING)
+    t = t[~sg.tensor_is_constant[t] & ~sg.tensor_is_variable[t] & plain]
+    counts = Counter(sg.tensor_names)
+    return [sg.tensor_names[i] for i in t.tolist() if counts[sg.tensor_names[i]] == 1]

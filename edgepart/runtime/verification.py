@@ -1,0 +1,234 @@
+"""Inputs, verification against the source model, and benchmarks of a bundle (the API behind
+``edgepart run``). Results are values; the CLI formats them."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from edgepart.errors import UsageError
+from edgepart.runtime.latency import LatencyStats, time_calls
+
+if TYPE_CHECKING:
+    from edgepart.runtime.interpreter import PartitionedInterpreter
+
+__all__ = [
+    "BenchReport",
+    "OutputDiff",
+    "benchmark_bundle",
+    "open_source_model",
+    "random_inputs",
+    "resolve_inputs",
+    "run_once",
+    "verify_outputs",
+]
+
+
+def random_value(dtype: Any, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+    """Seeded random data: floats ~ N(0, 1), integers in [-100, 100] clipped to the type."""
+    dt = np.dtype(dtype)
+    shape = [int(d) for d in shape]
+    if np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.complexfloating):
+        return rng.standard_normal(shape).astype(dt)
+    if dt == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dt)
+
+
+def random_inputs(details: Sequence[Mapping[str, Any]], seed: int = 0) -> list[np.ndarray]:
+    """One random array per input detail, in order."""
+    rng = np.random.default_rng(seed)
+    return [random_value(d["dtype"], d["shape"], rng) for d in details]
+
+
+def resolve_inputs(
+    interp: PartitionedInterpreter,
+    given: Sequence[str],
+    *,
+    random: bool = False,
+    seed: int = 0,
+) -> list[np.ndarray]:
+    """Inputs in ``get_input_details()`` order from ``NAME=FILE.npy`` specs and/or random data.
+
+    ``NAME`` is a signature input name, a tensor name or a tensor index.
+    """
+    details = interp.get_input_details()
+    keys: dict[str, int] = {}
+    for k, t in enumerate(interp.plan.inputs):
+        for key in (t.name, t.tensor_name, str(t.tensor)):
+            keys.setdefault(key, k)
+    values: list[np.ndarray | None] = [None] * len(details)
+    for spec in given:
+        name, sep, file = spec.partition("=")
+        if not sep or name not in keys:
+            raise UsageError(
+                f"--input {spec!r}: expected NAME=FILE.npy with NAME one of "
+                f"{[t.name for t in interp.plan.inputs]}"
+            )
+        try:
+            values[keys[name]] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise UsageError(f"--input {name}: cannot read {file} as .npy ({err})") from None
+    fill = random_inputs(details, seed) if random else None
+    missing = [t.name for t, v in zip(interp.plan.inputs, values, strict=True) if v is None]
+    if missing and fill is None:
+        raise UsageError(f"no value for input(s) {missing}; give --input NAME=FILE.npy or --random")
+    return [v if v is not None else fill[k] for k, v in enumerate(values)]  # type: ignore[index]
+
+
+def run_once(interp: PartitionedInterpreter, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Set the inputs, invoke once, return copies of the outputs (output-detail order)."""
+    for d, x in zip(interp.get_input_details(), inputs, strict=True):
+        interp.set_tensor(d["index"], x)
+    interp.invoke()
+    return [interp.get_tensor(d["index"]) for d in interp.get_output_details()]
+
+
+def open_source_model(interp: PartitionedInterpreter, model: str | None) -> Path:
+    """The source model file (``model`` or the manifest's path), checked against its sha256."""
+    src = interp.bundle.manifest["source_model"]
+    path = model or src["path"]
+    if path is None:
+        raise UsageError("the bundle does not record its source model's path; pass --model")
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"source model {p} not found; pass --model PATH")
+    digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    if digest != src["sha256"]:
+        raise UsageError(
+            f"{p} is not the model this bundle was made from (sha256 {digest[:12]}..., the "
+            f"manifest records {src['sha256'][:12]}...); pass the right --model"
+        )
+    return p
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    """How a partitioned output differs from the source model's."""
+
+    name: str
+    max_abs: float
+    max_rel: float
+    identical: bool
+
+
+def verify_outputs(
+    interp: PartitionedInterpreter,
+    inputs: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    model_path: str | os.PathLike[str],
+    *,
+    executor: str | None = None,
+) -> list[OutputDiff]:
+    """Run the source model with LiteRT on ``inputs`` and compare with ``got``.
+
+    ``max_rel`` is the largest absolute difference over the largest magnitude of the source
+    model's output (a scale-free figure that does not blow up at zeros).
+    """
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    resolver = {"builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "reference": "BUILTIN_REF"}
+    ref = Interpreter(
+        model_path=os.fspath(model_path),
+        num_threads=interp.num_threads,
+        experimental_op_resolver_type=OpResolverType[resolver.get(executor or "", "AUTO")],
+    )
+    plan = interp.plan
+    if plan.subgraph == 0:
+        ref.allocate_tensors()
+        for t, x in zip(plan.inputs, inputs, strict=True):
+            ref.set_tensor(t.tensor, x)
+        ref.invoke()
+        wanted = [ref.get_tensor(t.tensor) for t in plan.outputs]
+    else:  # another subgraph is reached through its signature
+        if plan.signature_key is None:
+            raise UsageError(f"subgraph {plan.subgraph} has no signature to verify it through")
+        res = ref.get_signature_runner(plan.signature_key)(
+            **{t.name: x for t, x in zip(plan.inputs, inputs, strict=True)}
+        )
+        wanted = [res[t.name] for t in plan.outputs]
+    out = []
+    for t, g, want in zip(plan.outputs, got, wanted, strict=True):
+        a, b = np.asarray(g, np.float64), np.asarray(want, np.float64)
+        diff = float(np.abs(a - b).max()) if a.size else 0.0
+        scale = float(np.abs(b).max()) if b.size else 0.0
+        out.append(
+            OutputDiff(
+                t.name,
+                diff,
+                diff / scale if scale else diff,
+                bool(np.array_equal(g, want, equal_nan=True)),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    """Measured latency (and throughput) beside the plan's predictions."""
+
+    latency: LatencyStats
+    partitions: Mapping[str, LatencyStats]
+    predicted_latency_s: float | None
+    predicted_period_s: float | None
+    predicted_partitions: Mapping[str, float | None]
+    stream_items: int = 0
+    stream_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def throughput_per_s(self) -> float | None:
+        return self.stream_items / self.stream_seconds if self.stream_seconds else None
+
+
+def benchmark_bundle(
+    interp: PartitionedInterpreter,
+    inputs: Sequence[np.ndarray],
+    *,
+    warmup: int = 10,
+    repeat: int = 100,
+    stream: int = 0,
+) -> BenchReport:
+    """Time ``invoke`` end to end and each partition alone; optionally stream ``stream`` items.
+
+    Per-partition times are taken after a full run (so every partition has valid inputs),
+    calling each partition's own interpreter ``repeat`` times.
+    """
+    run_once(interp, inputs)
+    lat = time_calls(interp.invoke, warmup=warmup, repeat=repeat)
+    parts = {}
+    predicted: dict[str, float | None] = {}
+    for p, it in zip(interp.plan.partitions, interp._parts, strict=True):
+        parts[p.id] = time_calls(it.invoke, warmup=max(1, warmup // 2), repeat=repeat)
+        pred = p.predicted or {}
+        dur = pred.get("duration_s")
+        if dur is None and pred.get("start_s") is not None and pred.get("end_s") is not None:
+            dur = pred["end_s"] - pred["start_s"]
+        predicted[p.id] = dur
+    plan_pred = interp.plan.predicted or {}
+    n_stream, secs = 0, 0.0
+    if stream > 0:
+        items = [list(inputs)] * stream
+        for _ in interp.run_stream(items[: min(stream, 20)]):
+            pass
+        t0 = time.perf_counter()
+        for _ in interp.run_stream(items):
+            n_stream += 1
+        secs = time.perf_counter() - t0
+    return BenchReport(
+        latency=lat,
+        partitions=parts,
+        predicted_latency_s=plan_pred.get("latency_s"),
+        predicted_period_s=plan_pred.get("period_s"),
+        predicted_partitions=predicted,
+        stream_items=n_stream,
+        stream_seconds=secs,
+    )

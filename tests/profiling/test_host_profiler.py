@@ -1,0 +1,153 @@
+"""The host profiler on tiny models, with the real LiteRT interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _cost_models import conv_chain
+
+from edgepart.cost.fusion import candidate_pairs, is_fused
+from edgepart.cost.hardware import Hardware, ProcessorSpec
+from edgepart.cost.model import CostModel
+from edgepart.cost.signature import op_signatures
+from edgepart.cost.table import load_table
+from edgepart.cost.units import timing_units
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+from edgepart.profiling.host import ProfileConfig, profile_model
+from edgepart.profiling.standalone import standalone_model
+from edgepart.profiling.timing import TimingConfig, make_interpreter, time_model
+from edgepart.tflite.writer import write_model
+
+FAST = TimingConfig(warmup=2, min_repeats=5, max_repeats=20, budget_s=0.005)
+
+
+@pytest.mark.parametrize("executor", ["xnnpack", "builtin", "reference"])
+def test_profile_tiny_model(executor, tmp_path):
+    m = conv_chain(n=2)
+    res = profile_model(m, ProfileConfig(executor=executor, timing=FAST), name="chain")
+    pt = res.table.processor(f"host_{executor}_1t")
+    sigs = op_signatures(m.main)
+    # both convs share a signature: timed once, both units carry the value
+    assert sigs[0].key == sigs[2].key
+    conv_units = [u for u in res.units if u.unit.ops in ((0,), (2,))]
+    if len(conv_units) == 2:
+        assert conv_units[0].value_s == conv_units[1].value_s
+    assert all(u.stats is not None and u.stats.count >= 5 for u in res.units)
+    for e in pt.entries.values():
+        s = e.stats
+        assert 0 < s.min_s <= s.p10_s <= s.median_s <= s.p90_s
+        assert e.value_s >= 0
+    assert res.model_stats is not None and res.model_stats.count >= 5
+    assert pt.invoke_overhead is not None and pt.invoke_overhead.median_s > 0
+    assert pt.models[0]["name"] == "chain"
+    # the table round-trips and drives a CostModel that covers every op by measurement
+    path = tmp_path / "t.json"
+    res.table.save(path)
+    t = load_table(path)
+    cm = CostModel(Hardware("host", (ProcessorSpec("cpu"),)), t, table_for={"cpu": res.processor})
+    gc = cm.costs(m.main, m)
+    assert gc.source_counts("cpu")["roofline"] == 0
+    pred = gc.partition_latency(range(m.main.num_ops), "cpu").seconds
+    assert pred == pytest.approx(res.predicted_s, rel=1e-9)
+
+
+def test_dequantize_helpers_are_constantized_and_runnable():
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", DType.FLOAT32, (1, 8))
+    w16 = g.constant("w16", np.arange(32, dtype=np.float16).reshape(4, 8))
+    w = g.tensor("w", DType.FLOAT32, (4, 8))
+    y = g.tensor("y", DType.FLOAT32, (1, 4))
+    z = g.tensor("z", DType.FLOAT32, (1, 4))
+    g.op("DEQUANTIZE", [w16], [w])
+    g.op("FULLY_CONNECTED", [x, w, -1], [y])
+    g.op("RELU", [y], [z])
+    g.output(z)
+    mb.add_signature("serving_default", 0, [("x", x)], [("z", z)])
+    m = mb.build()
+    units = timing_units(m.main)
+    fc = next(u for u in units if u.ops == (1,))
+    assert fc.helpers == (0,)
+    sub = standalone_model(m, list(fc.ops), list(fc.helpers))
+    assert len(sub.main.inputs) == 1  # only x: the weights are constant again
+    it = make_interpreter(write_model(sub), "builtin", 1)
+    it.set_tensor(it.get_input_details()[0]["index"], np.ones((1, 8), np.float32))
+    it.invoke()
+    out = it.get_tensor(it.get_output_details()[0]["index"])
+    assert out.tolist() == [np.arange(32).reshape(4, 8).sum(axis=1).tolist()]
+
+
+def test_state_ops_are_timed_as_one_unit():
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", DType.FLOAT32, (1, 4))
+    h = g.tensor("h", DType.RESOURCE, ())
+    v = g.tensor("v", DType.FLOAT32, (1, 4))
+    s = g.tensor("s", DType.FLOAT32, (1, 4))
+    g.op("VAR_HANDLE", [], [h], options={"shared_name": "acc"})
+    g.op("READ_VARIABLE", [h], [v])
+    g.op("ADD", [v, x], [s])
+    g.op("ASSIGN_VARIABLE", [h, s], [])
+    g.output(s)
+    m = mb.build()
+    units = timing_units(m.main)
+    assert [u.ops for u in units] == [(0, 1, 2, 3)]
+
+
+def test_timing_loop_batches_small_models():
+    st = time_model(write_model(conv_chain(n=1, size=2, channels=2)), "builtin", 1, FAST)
+    assert st.batch > 1 and st.count >= 5
+
+
+def test_fusion_rule_and_candidates():
+    assert is_fused(10.0, 4.0, 10.5)  # saves 3.5 > 0.5 * 4
+    assert not is_fused(10.0, 4.0, 13.0)  # saves 1.0
+    m = conv_chain(n=2)
+    pairs = candidate_pairs(m.main, "xnnpack")
+    assert (0, 1) in pairs and (2, 3) in pairs  # CONV -> RELU
+    assert candidate_pairs(m.main, "builtin") == []
+
+
+def test_detect_groups_fused_pairs_and_grows_chains():
+    from edgepart.cost.fusion import detect
+    from edgepart.cost.stats import Stats
+    from edgepart.cost.units import Unit, UnitResult
+
+    # PAD -> CONV -> RELU: PAD+CONV fused (saves the pad), then +RELU fused too
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", DType.FLOAT32, (1, 4, 4, 2))
+    pads = g.constant("p", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))
+    w = g.constant("w", np.zeros((2, 3, 3, 2), np.float32))
+    t0 = g.tensor("t0", DType.FLOAT32, (1, 6, 6, 2))
+    t1 = g.tensor("t1", DType.FLOAT32, (1, 4, 4, 2))
+    t2 = g.tensor("t2", DType.FLOAT32, (1, 4, 4, 2))
+    g.op("PAD", [x, pads], [t0])
+    g.op("CONV_2D", [t0, w, -1], [t1], options={"padding": "VALID", "stride_h": 1, "stride_w": 1})
+    g.op("RELU", [t1], [t2])
+    g.output(t2)
+    sg = mb.build().main
+    alone = {(0,): 4.0, (1,): 20.0, (2,): 3.0}
+    together = {(0, 1): 20.5, (0, 1, 2): 21.0}
+
+    def st(v):
+        return Stats(v, v, v, v, 5)
+
+    results = [UnitResult(Unit(k), "k", "op", v, st(v)) for k, v in alone.items()]
+    asked = []
+
+    def measure_many(units):
+        asked.append([u.ops for u in units])
+        return [(alone.get(u.ops) or together[u.ops], st(1.0)) for u in units]
+
+    def record(unit, stats, role):
+        return UnitResult(unit, role, "group", together[unit.ops], stats)
+
+    out, groups = detect(sg, results, measure_many, record, executor="xnnpack")
+    assert groups == [(0, 1, 2)]
+    assert [r.unit.ops for r in out] == [(0, 1, 2)] and out[0].value_s == 21.0
+    assert asked == [[(0,), (1,), (0, 1)], [(0, 1), (2,), (0, 1, 2)]]
+    # builtin kernels are never tested
+    out, groups = detect(sg, results, measure_many, record, executor="builtin")
+    assert groups == [] and out == results
