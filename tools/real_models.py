@@ -953,6 +953,7 @@ def _manifest_entry(
 ) -> dict[str, Any]:
     t0 = summary.tensors[0]
     entry: dict[str, Any] = {
+        "name": m.name,
         "file": m.file,
         "source": m.wheel.requirement,
         "package": m.wheel.package,

@@ -300,7 +300,7 @@ def test_manifest_is_sorted_json_and_matches_pins_and_files(real_models, real_mo
     assert set(real_models) == set(rm.MODELS) <= set(manifest["models"])
     for name, path in real_models.items():
         m, entry = rm.MODELS[name], manifest["models"][name]
-        assert entry["file"] == path.name == m.file
+        assert entry["name"] == name and entry["file"] == path.name == m.file
         assert entry["sha256"] == m.sha256 == _sha256(path), name
         assert entry["size"] == path.stat().st_size
         assert entry["source"] == f"{m.wheel.package}=={m.wheel.version}"
