@@ -908,6 +908,24 @@ def _record(out_dir: Path, name: str, entry: Mapping[str, Any]) -> None:
         _atomic_write(path, data)
 
 
+def _prune(out_dir: Path) -> None:
+    """Drop manifest entries (and files) of models no longer in the registry."""
+    if not set(load_manifest(out_dir)["models"]) - set(MODELS):
+        return
+    with _locked(out_dir, ["manifest"]):
+        manifest = load_manifest(out_dir)
+        gone = {n: e for n, e in manifest["models"].items() if n not in MODELS}
+        if not gone:
+            return
+        manifest["models"] = {n: e for n, e in manifest["models"].items() if n not in gone}
+        _atomic_write(out_dir / MANIFEST_NAME, _dump_json(manifest))
+        for entry in gone.values():
+            file = str(entry.get("file", ""))
+            if file and "/" not in file:
+                with contextlib.suppress(OSError):
+                    (out_dir / file).unlink()
+
+
 def _metadata(m: RealModel) -> dict[str, Any]:
     """Registry fields of an entry that can change without refetching or re-probing."""
     return {"description": m.description}
@@ -1159,6 +1177,7 @@ def ensure_all(
     # Files and the manifest are replaced atomically, so checking without a lock is safe; the
     # common case (everything cached) takes no lock and touches no network.
     todo = list(models) if force else stale(models)
+    _prune(out)
     _sync_metadata(out, [m for m in models if m not in todo])
     if not todo:
         return paths

