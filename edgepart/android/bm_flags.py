@@ -7,6 +7,11 @@ for the tool: it prints ``Unconsumed cmdline flags: ...`` and carries on, which 
 built without a delegate (Hexagon on a non-Qualcomm build, for instance) silently runs on CPU.
 :func:`flags_from_help` reads ``--help`` output so callers can check support before running.
 
+The flags that apply a delegate, the provider name the tool logs when it does, and the tool
+flags that configure it come from the delegate's file (``delegates/NAME.yaml``, key
+``benchmark_model``): ``--delegate gpu`` is whatever ``gpu.yaml`` says, and a new delegate needs
+no change here. ``external:PATH`` is the tool's own external-delegate provider.
+
 When flags appeared (approximate TensorFlow releases, from the upstream history):
 
 =====================================================  ==========================================
@@ -32,18 +37,33 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from edgepart.devices.delegate import (
+    LIBRARY_PLACEHOLDER,
+    BenchmarkFlags,
+    DelegateSpec,
+    delegate_names,
+    load_delegate,
+)
+from edgepart.devices.search_path import find
 from edgepart.errors import UsageError
 
 __all__ = [
-    "DELEGATE_KINDS",
+    "EXTERNAL",
     "BenchmarkOptions",
     "DelegateChoice",
+    "ToolDelegate",
     "build_command",
+    "delegate_help",
     "flags_from_help",
     "parse_delegate",
+    "tool_delegate",
 ]
 
-DELEGATE_KINDS = ("cpu", "xnnpack", "gpu", "nnapi", "hexagon", "external")
+EXTERNAL = "external"
+"""``external:PATH``: the tool's own external-delegate provider, for a library given by path."""
+_EXTERNAL_FLAGS = BenchmarkFlags(
+    (f"--external_delegate_path={LIBRARY_PLACEHOLDER}",), "EXTERNAL", (), EXTERNAL
+)  # external_delegate_provider.cc: GetName() is "EXTERNAL"
 PROFILING_MODES = ("stdout", "csv", "proto")
 _HEX_MASK = re.compile(r"^(0x)?[0-9a-fA-F]+$")
 _OPTION_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -51,37 +71,131 @@ _OPTION_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 @dataclass(frozen=True)
 class DelegateChoice:
-    """One delegate selection: ``kind`` from :data:`DELEGATE_KINDS`, ``path`` for ``external``."""
+    """One delegate selection for ``benchmark_model``.
+
+    ``kind`` is a delegate's name or its ``benchmark_model.label`` (``cpu`` for ``cpu_builtin``)
+    from the delegate files, or ``external``; ``path`` is the library's path on the device
+    (required for ``external`` and for delegates the tool loads as external libraries);
+    ``options`` are external delegate options (``--external_delegate_options``).
+    """
 
     kind: str
     path: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
-        return f"external:{self.path}" if self.kind == "external" else self.kind
+        return f"{self.kind}:{self.path}" if self.path else self.kind
 
 
-def parse_delegate(spec: str) -> DelegateChoice:
-    """Parse ``cpu|xnnpack|gpu|nnapi|hexagon|external:PATH`` into a :class:`DelegateChoice`.
+@dataclass(frozen=True)
+class ToolDelegate:
+    """What the tool needs for a :class:`DelegateChoice`, from its delegate file.
+
+    ``flags`` apply it (with the device path filled in); ``provider`` is the name the tool logs
+    when it applies it (None for a CPU kernel set, which it never reports); ``host_executor``
+    names that kernel set (``xnnpack``, ``builtin``); ``option_flags`` are the tool flags that
+    configure it.
+    """
+
+    label: str
+    flags: tuple[str, ...]
+    provider: str | None
+    option_flags: frozenset[str] = frozenset()
+    host_executor: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def flag_names(self) -> tuple[str, ...]:
+        """The flags the binary must know (``use_gpu`` for ``--use_gpu=true``)."""
+        return tuple(f[2:].split("=", 1)[0] for f in self.flags)
+
+
+def bench_spec(name: str) -> DelegateSpec | None:
+    """The delegate file for ``name``: a delegate's name, else the file whose label it is."""
+    if find("delegates", name) is not None:
+        spec = load_delegate(name)
+        return spec if spec.benchmark_model is not None else None
+    for n in delegate_names():
+        spec = load_delegate(n)
+        if spec.benchmark_model is not None and spec.benchmark_model.label == name:
+            return spec
+    return None
+
+
+def tool_delegate(choice: DelegateChoice) -> ToolDelegate:
+    """Resolve a choice against the delegate files.
 
     Raises
     ------
     UsageError
-        If the name is unknown or ``external:`` has no path.
+        No delegate file (with ``benchmark_model`` flags) has that name or label, or the tool
+        loads the delegate as a library and no device path was given.
+    """
+    base: dict[str, str] = {}
+    host: str | None = None
+    if choice.kind == EXTERNAL:
+        bm = _EXTERNAL_FLAGS
+    else:
+        spec = bench_spec(choice.kind)
+        if spec is None or spec.benchmark_model is None:
+            raise UsageError(
+                f"unknown delegate {choice.kind!r} for benchmark_model: {delegate_help()}"
+            )
+        bm, host, base = spec.benchmark_model, spec.host_executor, dict(spec.library.options)
+        if bm.needs_library and not choice.path:
+            example = spec.library.files[0] if spec.library.files else "libdelegate.so"
+            raise UsageError(
+                f"benchmark_model loads the {spec.name} delegate as an external library: give "
+                f"its path on the device, e.g. --delegate external:/data/local/tmp/{example} "
+                f"(bundles: --delegate-library {spec.name}=DEVICE_PATH)"
+            )
+    if bm.needs_library and not choice.path:
+        raise UsageError(
+            "--delegate external: needs a library path, e.g. external:/data/local/tmp/libd.so"
+        )
+    flags = tuple(f.replace(LIBRARY_PLACEHOLDER, choice.path or "") for f in bm.flags)
+    return ToolDelegate(
+        bm.label,
+        flags,
+        bm.provider,
+        frozenset(bm.options),
+        host,
+        {**base, **dict(choice.options)},
+    )
+
+
+def delegate_help() -> str:
+    """What ``--delegate`` accepts, from the delegate files on the search path."""
+    try:
+        names = f" ({', '.join(delegate_names())})"
+    except UsageError:  # a bad EDGEPART_PATH is reported when the command runs, not in help
+        names = ""
+    return (
+        f"a delegate{names} by name or by the benchmark_model label its file gives, or "
+        f"{EXTERNAL}:DEVICE_PATH"
+    )
+
+
+def parse_delegate(spec: str) -> DelegateChoice:
+    """Parse a delegate name (or label) from the delegate files, or ``external:PATH``.
+
+    Raises
+    ------
+    UsageError
+        If no delegate file has that name or label, or ``external:`` has no path.
     """
     text = spec.strip()
-    if text.startswith("external:"):
-        path = text[len("external:") :]
+    if text.startswith(f"{EXTERNAL}:"):
+        path = text[len(EXTERNAL) + 1 :]
         if not path:
             raise UsageError(
                 "--delegate external: needs a library path, e.g. external:/data/local/tmp/libd.so"
             )
-        return DelegateChoice("external", path)
-    if text not in DELEGATE_KINDS or text == "external":
-        raise UsageError(
-            f"unknown delegate {spec!r}: use one of cpu, xnnpack, gpu, nnapi, hexagon, "
-            "external:PATH"
-        )
-    return DelegateChoice(text)
+        return DelegateChoice(EXTERNAL, path)
+    if not text or text == EXTERNAL or ":" in text or "/" in text:
+        raise UsageError(f"unknown delegate {spec!r}: use {delegate_help()}")
+    tool = tool_delegate(DelegateChoice(text))
+    return DelegateChoice(tool.label)
 
 
 @dataclass(frozen=True)
@@ -89,8 +203,10 @@ class BenchmarkOptions:
     """Everything that goes on one ``benchmark_model`` command line.
 
     ``None`` means "leave the tool's default" and emits no flag. ``cpu_fallback_xnnpack=False``
-    adds ``--use_xnnpack=false`` to a GPU/NNAPI/Hexagon/external run so that nodes the delegate
-    rejects run on the builtin kernels rather than on the default XNNPACK delegate.
+    adds ``--use_xnnpack=false`` to a run of an accelerator (any delegate that is not a CPU
+    kernel set) so that nodes the delegate rejects run on the builtin kernels rather than on the
+    default XNNPACK delegate. The delegate options (``gpu_backend`` ... ``hexagon_lib_path``)
+    are emitted for the delegates whose file lists them under ``benchmark_model.options``.
     """
 
     graph: str
@@ -138,42 +254,36 @@ def _check_positive(name: str, value: float | None, *, allow_zero: bool) -> None
         raise UsageError(f"{name} must be {bound}, got {value}")
 
 
+_TOOL_OPTIONS = (
+    "gpu_backend",
+    "gpu_precision_loss_allowed",
+    "nnapi_accelerator_name",
+    "disable_nnapi_cpu",
+    "hexagon_lib_path",
+)
+"""Fields of :class:`BenchmarkOptions` that are flags of one delegate (its ``options``)."""
+
+
 def _delegate_flags(opts: BenchmarkOptions) -> list[str]:
-    kind = opts.delegate.kind
+    tool = tool_delegate(opts.delegate)
     flags: list[str] = []
-    if kind == "cpu":
-        # Explicitly false selects BuiltinOpResolverWithoutDefaultDelegates: builtin kernels only.
-        return ["--use_xnnpack=false"]
-    if kind == "xnnpack":
-        # Explicitly true disables the lazy default XNNPACK and applies it as a ranked delegate,
-        # so the tool logs "Explicitly applied XNNPACK delegate ...".
-        return ["--use_xnnpack=true"]
-    if opts.cpu_fallback_xnnpack is False:
+    if tool.host_executor is None and opts.cpu_fallback_xnnpack is False:
+        # Nodes the delegate rejects run on the builtin kernels, not the default XNNPACK.
         flags.append("--use_xnnpack=false")
-    if kind == "gpu":
-        flags.append("--use_gpu=true")
-        if opts.gpu_backend is not None:
-            if opts.gpu_backend not in ("cl", "gl"):
-                raise UsageError(f"gpu_backend must be 'cl' or 'gl', got {opts.gpu_backend!r}")
-            flags.append(f"--gpu_backend={opts.gpu_backend}")
-        if opts.gpu_precision_loss_allowed is not None:
-            flags.append(f"--gpu_precision_loss_allowed={_bool(opts.gpu_precision_loss_allowed)}")
-    elif kind == "nnapi":
-        flags.append("--use_nnapi=true")
-        if opts.nnapi_accelerator_name:
-            flags.append(f"--nnapi_accelerator_name={opts.nnapi_accelerator_name}")
-        if opts.disable_nnapi_cpu is not None:
-            flags.append(f"--disable_nnapi_cpu={_bool(opts.disable_nnapi_cpu)}")
-    elif kind == "hexagon":
-        flags.append("--use_hexagon=true")
-        if opts.hexagon_lib_path:
-            flags.append(f"--hexagon_lib_path={opts.hexagon_lib_path}")
-    elif kind == "external":
-        flags.append(f"--external_delegate_path={opts.delegate.path}")
-        if opts.external_delegate_options:
+    flags += tool.flags
+    for name in _TOOL_OPTIONS:
+        value = getattr(opts, name)
+        if name not in tool.option_flags or value is None or value == "":
+            continue
+        if name == "gpu_backend" and value not in ("cl", "gl"):
+            raise UsageError(f"gpu_backend must be 'cl' or 'gl', got {value!r}")
+        flags.append(f"--{name}={_bool(value) if isinstance(value, bool) else value}")
+    if "external_delegate_path" in tool.flag_names:
+        options = {**tool.options, **opts.external_delegate_options}
+        if options:
             items = []
-            for key in sorted(opts.external_delegate_options):
-                value = str(opts.external_delegate_options[key])
+            for key in sorted(options):
+                value = str(options[key])
                 if not _OPTION_KEY.match(key) or any(c in value for c in ";:"):
                     raise UsageError(
                         f"external delegate option {key!r}={value!r}: keys must be "
@@ -182,8 +292,6 @@ def _delegate_flags(opts: BenchmarkOptions) -> list[str]:
                     )
                 items.append(f"{key}:{value}")
             flags.append("--external_delegate_options=" + ";".join(items))
-    else:  # pragma: no cover - DelegateChoice is validated by parse_delegate
-        raise UsageError(f"unknown delegate kind {kind!r}")
     return flags
 
 

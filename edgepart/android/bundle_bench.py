@@ -1,12 +1,14 @@
 """Benchmark every partition of a bundle on Android devices, beside the plan's predictions.
 
 Each partition file (``partitions/<id>.tflite``, a standalone model) is pushed and run with
-``benchmark_model`` using the delegate its plan entry names, mapped to the tool's flags:
-``xnnpack`` -> ``--use_xnnpack=true``; ``cpu_builtin`` -> ``--use_xnnpack=false``; ``gpu`` and
-``gpu_mldrift`` -> ``--use_gpu=true``; ``nnapi`` and ``npu`` -> ``--use_nnapi=true``;
-``hexagon`` -> ``--use_hexagon=true``; any delegate with ``--delegate-library NAME=PATH`` (e.g.
-``edgetpu``) -> ``--external_delegate_path=PATH``. An explicit plan executor ``builtin`` or
-``reference`` runs builtin kernels (the tool has no reference-kernel mode).
+``benchmark_model`` using the delegate its plan entry names, with the flags its delegate file
+gives (``benchmark_model.flags``: ``gpu.yaml`` says ``--use_gpu=true``, ``cpu_builtin.yaml``
+``--use_xnnpack=false``, ...). Any delegate given ``--delegate-library NAME=PATH`` runs as the
+tool's external delegate (``--external_delegate_path=PATH``, with the file's
+``library.options`` as ``--external_delegate_options``); a delegate the tool can only load that
+way (``edgetpu``) needs one. An explicit plan executor runs the delegate file that is that
+kernel set (``xnnpack``, ``builtin``); ``reference`` runs the builtin kernels (the tool has no
+reference-kernel mode).
 
 Fallback follows the bundle runtime (``edgepart.runtime.executors``): a partition whose delegate
 cannot run it (the delegate failed, took no ops, is missing from the binary, or has no way to
@@ -23,28 +25,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from edgepart.android.bm_flags import DelegateChoice, parse_delegate
+from edgepart.android.bm_flags import EXTERNAL, DelegateChoice, bench_spec, tool_delegate
 from edgepart.android.driver import DeviceResult, run_on_devices
 from edgepart.android.jobs import Job, RunSettings
 from edgepart.android.model_bench import BenchReport, check_unique, open_store
 from edgepart.android.server import AdbServer
+from edgepart.devices.delegate import delegate_names, load_delegate
+from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
 
-__all__ = ["BM_DELEGATE", "FALLBACK", "bench_bundle", "partition_delegate", "partition_rows"]
+__all__ = ["FALLBACK", "bench_bundle", "partition_delegate", "partition_rows"]
 
-BM_DELEGATE = {
-    "xnnpack": "xnnpack",
-    "cpu_builtin": "cpu",
-    "reference": "cpu",
-    "gpu": "gpu",
-    "gpu_mldrift": "gpu",
-    "nnapi": "nnapi",
-    "npu": "nnapi",
-    "hexagon": "hexagon",
-}
-"""Plan delegate -> ``benchmark_model`` delegate (see the module docstring)."""
-FALLBACK = "xnnpack"
-_KERNEL_EXECUTORS = {"xnnpack": "xnnpack", "builtin": "cpu", "reference": "cpu"}
+FALLBACK = DEFAULT_EXECUTOR
+_TOOL_KERNELS = {"reference": "builtin"}  # the tool has no reference kernels: builtin stand in
+
+
+def _kernel_choice(executor: str) -> DelegateChoice:
+    """The tool delegate of a host executor: the delegate file that is that kernel set."""
+    want = _TOOL_KERNELS.get(executor, executor)
+    for n in delegate_names():
+        spec = load_delegate(n)
+        if spec.host_executor == want and spec.benchmark_model is not None:
+            return DelegateChoice(spec.benchmark_model.label)
+    raise UsageError(
+        f"no delegate file on the search path is the {want} kernel set (library: {{load: "
+        f"builtin, executor: {want}}}) with benchmark_model flags"
+    )
 
 
 def partition_delegate(
@@ -53,22 +59,31 @@ def partition_delegate(
     """The tool delegate for a plan entry, or ``None`` and why it cannot be applied."""
     ex = entry.executor
     name = (ex.delegate or entry.delegate) if ex is not None else entry.delegate
-    if ex is not None and ex.kind in _KERNEL_EXECUTORS:
-        return parse_delegate(_KERNEL_EXECUTORS[ex.kind]), ""
+    if ex is not None and ex.kind != "delegate":
+        return _kernel_choice(ex.kind), ""
+    spec = bench_spec(name)
+    if spec is None and name in HOST_EXECUTORS and name not in libraries:
+        return _kernel_choice(name), ""  # a plan may name a kernel set directly
     if name in libraries:
-        return DelegateChoice("external", libraries[name]), ""
-    if name in BM_DELEGATE:
-        return parse_delegate(BM_DELEGATE[name]), ""
-    return None, (
-        f"benchmark_model has no flag for the {name} delegate: pass --delegate-library "
-        f"{name}=DEVICE_PATH to load it as an external delegate"
-    )
+        options = tuple(sorted(spec.library.options.items())) if spec is not None else ()
+        return DelegateChoice(EXTERNAL, libraries[name], options), ""
+    if spec is None or spec.benchmark_model is None:
+        return None, (
+            f"no delegate file with benchmark_model flags for the {name} delegate: pass "
+            f"--delegate-library {name}=DEVICE_PATH to load it as an external delegate"
+        )
+    if spec.benchmark_model.needs_library:
+        return None, (
+            f"benchmark_model loads the {name} delegate as an external library: pass "
+            f"--delegate-library {name}=DEVICE_PATH to apply it"
+        )
+    return DelegateChoice(spec.benchmark_model.label), ""
 
 
 def _fallback_job(entry: Any, model: str, threads: int | None, reason: str) -> Job:
     tags = {"partition": entry.id, "role": "fallback", "reason": reason}
     return Job(
-        f"{entry.id}@{FALLBACK}-fallback", model, parse_delegate(FALLBACK), threads, tags=tags
+        f"{entry.id}@{FALLBACK}-fallback", model, _kernel_choice(FALLBACK), threads, tags=tags
     )
 
 
@@ -121,7 +136,7 @@ def bench_bundle(
         jobs.append(Job(f"{e.id}@{choice}", model_of[e.id], choice, threads_of[e.id], tags=tags))
 
     def followup(job: Job, rec: dict[str, Any]) -> list[Job]:
-        if job.tags.get("role") != "primary" or job.delegate.kind in ("cpu", "xnnpack"):
+        if job.tags.get("role") != "primary" or tool_delegate(job.delegate).host_executor:
             return []
         verdict = rec.get("delegate_verdict") or {}
         if rec.get("status") == "failed":

@@ -17,7 +17,6 @@ from edgepart.errors import CommandTimeoutError, UsageError
 
 __all__ = [
     "DEFAULT_REMOTE_BINARY",
-    "DELEGATE_FLAG",
     "BinarySpec",
     "Job",
     "RawRun",
@@ -25,15 +24,6 @@ __all__ = [
 ]
 
 DEFAULT_REMOTE_BINARY = "/data/local/tmp/benchmark_model"
-DELEGATE_FLAG = {
-    "cpu": "use_xnnpack",
-    "xnnpack": "use_xnnpack",
-    "gpu": "use_gpu",
-    "nnapi": "use_nnapi",
-    "hexagon": "use_hexagon",
-    "external": "external_delegate_path",
-}
-"""The flag each delegate needs; a binary built without it would silently run on the CPU."""
 
 
 @dataclass(frozen=True)

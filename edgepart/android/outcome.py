@@ -16,21 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgepart.android.bm_flags import DelegateChoice
+from edgepart.android.bm_flags import DelegateChoice, tool_delegate
 from edgepart.android.bm_output import BenchmarkRun, RunStats, parse_benchmark_output
 from edgepart.android.jobs import RawRun
 from edgepart.errors import BenchmarkOutputError
 
-__all__ = ["PROVIDER", "delegate_verdict", "parse_log", "run_record", "summarize"]
-
-PROVIDER = {
-    "xnnpack": "XNNPACK",
-    "gpu": "GPU",
-    "nnapi": "NNAPI",
-    "hexagon": "Hexagon",
-    "external": "EXTERNAL",
-}
-"""The provider name ``benchmark_model`` logs for each delegate kind."""
+__all__ = ["delegate_verdict", "parse_log", "run_record", "summarize"]
 
 
 def _ms(us: float | None) -> float | None:
@@ -79,16 +70,21 @@ def summarize(run: BenchmarkRun) -> dict[str, Any]:
 
 
 def delegate_verdict(run: BenchmarkRun, choice: DelegateChoice) -> dict[str, Any]:
-    """Which delegate really ran the graph, from the tool's own messages."""
+    """Which delegate really ran the graph, from the tool's own messages.
+
+    The delegate file's ``benchmark_model.provider`` is the name the tool logs when it applies
+    the delegate; a delegate with none (the builtin kernels) is never reported, so it ran.
+    """
     cpu = (
         "XNNPACK"
         if run.xnnpack_created
         or any(r.delegate == "TfLiteXNNPackDelegate" for r in run.replacements)
         else "builtin kernels"
     )
-    if choice.kind == "cpu":
+    tool = tool_delegate(choice)
+    provider = tool.provider
+    if provider is None:
         return {"outcome": "builtin", "applied": True, "executed_on": "CPU, builtin kernels"}
-    provider = PROVIDER[choice.kind]
     outcome = run.delegate_outcome(provider)
     kernels = next(
         (a.kernels for a in run.applications if a.provider.upper() == provider.upper()), None
@@ -103,7 +99,8 @@ def delegate_verdict(run: BenchmarkRun, choice: DelegateChoice) -> dict[str, Any
     elif outcome == "partial":
         out["executed_on"] = f"{provider} ({kernels} partitions) + CPU for the rest"
     elif outcome == "none":
-        cpu = "builtin kernels" if provider == "XNNPACK" else cpu
+        # A CPU kernel set that took no ops leaves the builtin kernels (its own CPU fallback).
+        cpu = "builtin kernels" if tool.host_executor is not None else cpu
         out["executed_on"] = f"CPU, {cpu}: the {provider} delegate took no ops"
     else:
         out["executed_on"] = f"CPU, {cpu}: {provider} delegate unavailable"

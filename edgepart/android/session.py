@@ -18,10 +18,14 @@ from pathlib import Path
 from types import TracebackType
 
 from edgepart.android.adb import CommandResult, Device, DeviceInfo
-from edgepart.android.bm_flags import BenchmarkOptions, build_command, flags_from_help
+from edgepart.android.bm_flags import (
+    BenchmarkOptions,
+    build_command,
+    flags_from_help,
+    tool_delegate,
+)
 from edgepart.android.jobs import (
     DEFAULT_REMOTE_BINARY,
-    DELEGATE_FLAG,
     BinarySpec,
     Job,
     RawRun,
@@ -41,7 +45,6 @@ from edgepart.errors import (
 
 __all__ = [
     "DEFAULT_REMOTE_BINARY",
-    "DELEGATE_FLAG",
     "BinarySpec",
     "DeviceSession",
     "Job",
@@ -167,10 +170,10 @@ class DeviceSession:
         """
         assert self.workdir is not None
         raw = RawRun(job)
-        flag = DELEGATE_FLAG[job.delegate.kind]
-        if flag not in self.flags:
+        missing = [f for f in tool_delegate(job.delegate).flag_names if f not in self.flags]
+        if missing:
             raw.unsupported = (
-                f"this benchmark_model has no --{flag} flag (built without the "
+                f"this benchmark_model has no --{missing[0]} flag (built without the "
                 f"{job.delegate.kind} delegate), so it would silently run on the CPU"
             )
             return raw

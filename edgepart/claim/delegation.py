@@ -34,12 +34,7 @@ from edgepart.claim.epochs import (
     partition_independent_subsets,
     side_effect_control_edges,
 )
-from edgepart.claim.helpers import (
-    dynamic_tensor,
-    fp16_dequant_map,
-    prefix_cut_nodes,
-    xnnpack_nodes_to_delegate,
-)
+from edgepart.claim.helpers import dynamic_tensor, prefix_cut_nodes, select_nodes
 from edgepart.claim.support import SupportTable, evaluate_support
 from edgepart.devices.delegate import DelegateSpec, load_delegate
 from edgepart.errors import UsageError
@@ -291,8 +286,7 @@ class _State:
             raise UsageError(f"{spec.name} is the builtin CPU fallback, not a delegate to apply")
         greedy = self.greedy if spec.policy.greedy is None else spec.policy.greedy
         ctx = {**self.context}
-        plan_pos, ops = self._plan_ops()
-        helper = spec.policy.helper
+        _, ops = self._plan_ops()
         preview: list[tuple[int, ...]] = []
         if spec.policy.method == "prefix_cut":
             support = evaluate_support(self.sg, spec, ops=ops, context=ctx)
@@ -308,22 +302,12 @@ class _State:
                 f"graph that has dynamic-sized tensors (tensor#{t} is a dynamic-sized tensor)."
             )
             return DelegateStep(spec.name, support, (), (), 0, (), (why,))
-        if helper == "xnnpack":
-            support, mask = xnnpack_nodes_to_delegate(self.sg, spec, self.plan, self.n_ops, ctx)
-            subsets = self._partition(mask, greedy) if mask.any() else []
-            return self._finish(spec, support, mask, subsets, preview)
-        remap: dict[int, tuple[int, ...]] = {}
-        dequant_nodes: set[int] = set()
-        if helper == "fp16_graph_partition":
-            remap, dequant_nodes = fp16_dequant_map(self.sg, ops.tolist(), self.overrides)
-        support = evaluate_support(
-            self.sg, spec, ops=ops, context=ctx, input_overrides={**self.overrides, **remap}
-        )
-        sup = np.zeros(len(self.plan), dtype=bool)
-        if len(ops):
-            sup[plan_pos] = support.supported[ops]
-            for op in dequant_nodes:
-                sup[self.plan.index(op)] = False
+        sel = select_nodes(self.sg, spec, self.plan, self.n_ops, ctx, self.overrides)
+        support = sel.support
+        if sel.direct:
+            subsets = self._partition(sel.mask, greedy) if sel.mask.any() else []
+            return self._finish(spec, support, sel.mask, subsets, preview)
+        remap, dequant_nodes, sup = sel.remap, set(sel.dequant), sel.mask
         cap = spec.policy.max_delegated_partitions or None
         pv: list[NodeSubset] = []
         if dequant_nodes and int(sup.sum()) + len(dequant_nodes) == len(self.plan):

@@ -1,5 +1,8 @@
 """Delegate-specific node selection that happens before partitioning.
 
+:func:`select_nodes` applies a delegate's helper (its file's ``claiming.helper``); it is the one
+place that tells the helpers apart, for claiming and for per-op processor support alike.
+
 * :func:`xnnpack_nodes_to_delegate`: ``Delegate::PrepareOpsToDelegate`` of XNNPACK. DEQUANTIZE
   (fp16 or int8) and DENSIFY of constants are "static unpack" nodes: their outputs become
   quasi-static weights, and the node is delegated unless a refused node consumes its output.
@@ -12,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,14 +23,16 @@ import numpy as np
 from edgepart.claim.support import SupportTable, evaluate_support
 from edgepart.devices.capability import OpView
 from edgepart.devices.delegate import DelegateSpec
-from edgepart.devices.predicates_xnnpack import check_type_class
+from edgepart.devices.xnnpack_types import check_type_class
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Subgraph
 
 __all__ = [
+    "NodeSelection",
     "dynamic_tensor",
     "fp16_dequant_map",
     "prefix_cut_nodes",
+    "select_nodes",
     "xnnpack_nodes_to_delegate",
 ]
 
@@ -35,6 +41,59 @@ def _ops_named(sg: Subgraph, names: Sequence[str]) -> np.ndarray:
     """Boolean per op: its op name is one of ``names``."""
     hit = np.array([c.name in names for c in sg.opcodes], dtype=bool)
     return hit[sg.op_opcode] if len(hit) else np.zeros(sg.num_ops, dtype=bool)
+
+
+@dataclass(frozen=True, eq=False)
+class NodeSelection:
+    """What a delegate's helper proposes before partitioning.
+
+    ``support`` is the per-op verdict; ``mask`` holds, per position of the plan, whether the
+    helper proposes that node (fp16 DEQUANTIZE nodes refused); ``remap`` gives the inputs of
+    consumers that read an fp16 constant instead of its DEQUANTIZE, and ``dequant`` those
+    DEQUANTIZE nodes, which join the delegate with their consumers. ``direct``: the helper
+    replaces the proposed nodes itself, with no preview and no partition cap (XNNPACK).
+    """
+
+    support: SupportTable
+    mask: np.ndarray
+    remap: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    dequant: frozenset[int] = frozenset()
+    direct: bool = False
+
+
+def select_nodes(
+    sg: Subgraph,
+    spec: DelegateSpec,
+    plan: Sequence[int],
+    n_ops: int,
+    context: Mapping[str, Any],
+    overrides: Mapping[int, tuple[int, ...]] | None = None,
+) -> NodeSelection:
+    """Apply ``spec``'s helper to the nodes of ``plan`` (op indices below ``n_ops``).
+
+    ``overrides`` are inputs already remapped by earlier delegates (fp16 helpers).
+    """
+    if spec.policy.helper == "xnnpack":
+        support, mask = xnnpack_nodes_to_delegate(sg, spec, plan, n_ops, context)
+        return NodeSelection(support, mask, direct=True)
+    plan_arr = np.asarray(plan, dtype=np.int64)
+    plan_pos = np.flatnonzero(plan_arr < n_ops)
+    ops = plan_arr[plan_pos]
+    remap: dict[int, tuple[int, ...]] = {}
+    dequant: set[int] = set()
+    if spec.policy.helper == "fp16_graph_partition":
+        remap, dequant = fp16_dequant_map(sg, ops.tolist(), overrides or {})
+    support = evaluate_support(
+        sg, spec, ops=ops, context=context, input_overrides={**(overrides or {}), **remap}
+    )
+    mask = np.zeros(len(plan), dtype=bool)
+    if len(ops):
+        mask[plan_pos] = support.supported[ops]
+        if dequant:
+            where = {int(node): i for i, node in enumerate(plan)}
+            for op in dequant:
+                mask[where[op]] = False
+    return NodeSelection(support, mask, remap, frozenset(dequant))
 
 
 def xnnpack_nodes_to_delegate(

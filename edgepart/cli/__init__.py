@@ -14,6 +14,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
+from edgepart.devices.search_path import using_search_path
 from edgepart.errors import EdgepartError
 
 __all__ = ["main"]
@@ -23,6 +24,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="edgepart",
         description="Partition, plan, run and measure TFLite models on heterogeneous edge devices.",
+    )
+    parser.add_argument(
+        "--search-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also look for delegates/NAME.yaml and device_profiles/NAME.yaml in DIR, before "
+        "$EDGEPART_PATH and the shipped files (repeatable; first match wins)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -38,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        status = args.func(args)
+        with using_search_path(args.search_path):
+            status = args.func(args)
     except EdgepartError as err:
         print(f"edgepart: error: {err}", file=sys.stderr)
         return 2

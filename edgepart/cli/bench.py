@@ -32,13 +32,14 @@ def add_adb_arguments(p: argparse.ArgumentParser, *, profile: bool = False) -> N
         "the only device attached)",
     )
     g.add_argument("--adb-server", metavar="tcp:HOST:PORT", help="adb server address")
+    from edgepart.android.bm_flags import delegate_help
+
     g.add_argument(
         "--delegate",
         action="append",
         default=[],
         metavar="D",
-        help="cpu (builtin kernels), xnnpack, gpu, nnapi, hexagon or external:DEVICE_PATH; "
-        "repeat for a side-by-side comparison (default xnnpack)",
+        help=f"{delegate_help()}; repeat for a side-by-side comparison (default xnnpack)",
     )
     if not profile:
         g.add_argument("--threads", type=int, help="--num_threads (default: the tool's)")

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from edgepart.devices import search_path
 from edgepart.errors import ProfileError
 
 __all__ = ["Loc", "check_header", "load_yaml", "resolve_yaml", "yaml_names"]
@@ -48,35 +49,45 @@ def yaml_names(directory: Path) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.yaml")) if directory.is_dir() else []
 
 
-def resolve_yaml(
-    name_or_path: str | os.PathLike[str], directory: Path, what: str, kind: str
-) -> tuple[str, float]:
-    """The absolute path and modification time of a shipped file by name or any YAML by path.
+def resolve_yaml(name_or_path: str | os.PathLike[str], kind: str, what: str) -> tuple[str, float]:
+    """The absolute path and modification time of a file by name (search path) or by path.
 
-    A value with a path separator or a ``.yaml``/``.yml`` suffix is a path; anything else names
-    a file in ``directory``. The time lets callers cache parses yet re-read an edited file.
+    A value with a path separator or a ``.yaml``/``.yml`` suffix is a path; anything else is a
+    name looked up on the search path (:mod:`edgepart.devices.search_path`) in the ``kind``
+    folders (``delegates`` or ``device_profiles``). The time lets callers cache parses yet
+    re-read an edited file.
 
     Raises
     ------
     ProfileError
-        Unknown name (``unknown {what} ...; shipped {kind}s: ...``) or no such file.
+        Unknown name (``unknown {what} ...; shipped ...``) or no such file.
     """
     s = os.fspath(name_or_path)
     if os.sep in s or "/" in s or s.endswith((".yaml", ".yml")):
         path = str(Path(s).resolve())
     else:
-        names = yaml_names(directory)
-        if s not in names:
-            raise ProfileError(
-                f"unknown {what} {s!r}; shipped {kind}s: {', '.join(names)} "
-                f"(or give a path to a {kind} .yaml file)"
-            )
-        path = str(directory / f"{s}.yaml")
+        found = search_path.find(kind, s)
+        if found is None:
+            raise ProfileError(_unknown(s, kind, what))
+        path = str(found)
     try:
         mtime = os.stat(path).st_mtime
     except FileNotFoundError:
         raise ProfileError(f"{path}: no such file") from None
     return path, mtime
+
+
+def _unknown(name: str, kind: str, what: str) -> str:
+    noun = what.split()[-1]
+    shipped = yaml_names(search_path.search_dirs(kind)[-1].path)
+    user = [n for n in search_path.names(kind) if n not in shipped]
+    msg = f"unknown {what} {name!r}; shipped {noun}s: {', '.join(shipped)}"
+    if user:
+        msg += f"; on the search path: {', '.join(user)}"
+    return (
+        f"{msg} (or give a path to a {noun} .yaml file, or a directory holding {kind}/ with "
+        f"--search-path or {search_path.ENV_VAR})"
+    )
 
 
 def _show(v: Any) -> str:

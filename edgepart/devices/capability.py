@@ -1,11 +1,17 @@
 """Capability checks as data: ``Support(ok, reason)``, a registry of named predicates, combinators.
 
 A delegate's YAML file names its per-op constraints (``constraints: [softmax_beta_is_1,
-{stride_le: 3}]``). Each name refers to a small function registered here with
-:func:`predicate`; it receives an :class:`OpView` (the op plus its tensors) and the YAML argument,
-and returns a :class:`Support` whose ``reason`` says, in TFLite's words where TFLite has some,
-why the op is refused. Predicates are bound (argument checked) when the YAML is loaded, so a typo
-in a delegate file fails at load time with the key path, not halfway through a claim.
+{stride_le: 3}]``). Each name refers to a small function registered with :func:`predicate` in a
+module of :mod:`edgepart.devices.predicates`; it receives an :class:`OpView` (the op plus its
+tensors) and the YAML argument, and returns a :class:`Support` whose ``reason`` says, in TFLite's
+words where TFLite has some, why the op is refused. Predicates are bound (argument checked) when
+the YAML is loaded, so a typo in a delegate file fails at load time with the key path, not
+halfway through a claim.
+
+Predicates come in families, one module each: ``common`` (generic, visible to every delegate)
+and one per delegate, found by the delegate's name (``xnnpack`` imports
+``edgepart/devices/predicates/xnnpack.py``) when a file of that name is loaded, the way tinygrad
+finds a device's module by its name. A file sees the generic predicates and its family's.
 
 >>> Support(False, "beta must be 1").reason
 'beta must be 1'
@@ -15,6 +21,10 @@ in a delegate file fails at load time with the key path, not halfway through a c
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import pkgutil
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +36,7 @@ from edgepart.ir.graph import Subgraph, Tensor
 from edgepart.ir.values import Options
 
 __all__ = [
+    "COMMON",
     "OK",
     "BoundPredicate",
     "OpView",
@@ -35,7 +46,10 @@ __all__ = [
     "any_of",
     "bind_predicate",
     "get_predicate",
+    "has_family",
+    "load_family",
     "predicate",
+    "predicate_families",
     "predicate_names",
 ]
 
@@ -169,7 +183,20 @@ class BoundPredicate:
         return self.fn(op)
 
 
-_PREDICATES: dict[str, PredicateInfo] = {}
+COMMON = "common"
+"""The family of generic predicates, visible to every delegate file."""
+_PACKAGE = "edgepart.devices.predicates"
+_FAMILY_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_PREDICATES: dict[str, dict[str, PredicateInfo]] = {}  # family -> name -> predicate
+_FAMILY_OF: dict[str, str] = {}  # name -> family (names are unique across families)
+_LOOKED_UP: set[str] = set()
+
+
+def _family_of(module: str) -> str:
+    prefix = _PACKAGE + "."
+    rest = module[len(prefix) :] if module.startswith(prefix) else ""
+    # Predicates registered by code outside the package (a program using the API) are generic.
+    return rest if rest and "." not in rest else COMMON
 
 
 def predicate(
@@ -178,14 +205,18 @@ def predicate(
     """Register ``fn(op, [arg]) -> Support`` under ``name`` (a decorator).
 
     ``arg`` describes the YAML argument: None for a bare name, a type such as ``int`` or
-    ``list`` for ``{name: value}``, or a dict of keyword types for ``{name: {k: v}}``.
+    ``list`` for ``{name: value}``, or a dict of keyword types for ``{name: {k: v}}``. The
+    family is the module's name inside :mod:`edgepart.devices.predicates` (``common`` for
+    code elsewhere).
     """
 
     def deco(fn: PredicateFn) -> PredicateFn:
-        if name in _PREDICATES:
+        if name in _FAMILY_OF:
             raise ValueError(f"predicate {name!r} registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        _PREDICATES[name] = PredicateInfo(
+        family = _family_of(fn.__module__)
+        _FAMILY_OF[name] = family
+        _PREDICATES.setdefault(family, {})[name] = PredicateInfo(
             name, fn, arg, doc, frozenset(choices) if choices is not None else None
         )
         return fn
@@ -193,39 +224,82 @@ def predicate(
     return deco
 
 
-def _ensure_loaded() -> None:
-    # Importing the modules registers the built-in predicates.
-    from edgepart.devices import (  # noqa: F401
-        predicates,
-        predicates_accel,
-        predicates_xnnpack,
-        predicates_xnnpack_ops,
+def predicate_families() -> list[str]:
+    """The delegate-specific predicate modules of :mod:`edgepart.devices.predicates`, sorted.
+
+    Found in the package folder, not listed anywhere.
+    """
+    pkg = importlib.import_module(_PACKAGE)
+    return sorted(
+        m.name
+        for m in pkgutil.iter_modules(pkg.__path__)
+        if not m.name.startswith("_") and m.name != COMMON
     )
 
 
-def predicate_names() -> list[str]:
-    """All registered predicate names, sorted."""
-    _ensure_loaded()
-    return sorted(_PREDICATES)
+def has_family(family: str) -> bool:
+    """Whether the package has a predicate module named ``family``."""
+    if not _FAMILY_NAME.match(family):
+        return False
+    return importlib.util.find_spec(f"{_PACKAGE}.{family}") is not None
 
 
-def get_predicate(name: str) -> PredicateInfo:
-    """The registered predicate ``name``; a miss raises ``KeyError`` listing the valid names."""
-    _ensure_loaded()
-    try:
-        return _PREDICATES[name]
-    except KeyError:
-        raise KeyError(
-            f"unknown predicate {name!r}; valid names: {', '.join(sorted(_PREDICATES))}"
-        ) from None
+def load_family(family: str | None = None) -> None:
+    """Import the generic predicates and, if the package has one, the module ``family``.
+
+    Only modules of :mod:`edgepart.devices.predicates` are ever imported (the name is checked
+    to be a plain module name first), so a delegate file cannot make edgepart load code from
+    anywhere else.
+    """
+    for fam in (COMMON, family):
+        if fam is None or fam in _LOOKED_UP:
+            continue
+        _LOOKED_UP.add(fam)
+        if has_family(fam):
+            importlib.import_module(f"{_PACKAGE}.{fam}")
 
 
-def bind_predicate(name: str, arg: Any = None, *, has_arg: bool = False) -> BoundPredicate:
+def _visible(family: str | None) -> dict[str, PredicateInfo]:
+    load_family(family)
+    out = dict(_PREDICATES.get(COMMON, {}))
+    if family is not None:
+        out.update(_PREDICATES.get(family, {}))
+    return out
+
+
+def predicate_names(family: str | None = None) -> list[str]:
+    """The predicate names a delegate of ``family`` may use (the generic ones and its own)."""
+    return sorted(_visible(family))
+
+
+def get_predicate(name: str, family: str | None = None) -> PredicateInfo:
+    """The predicate ``name`` as a delegate of ``family`` sees it.
+
+    A miss raises ``KeyError`` listing the valid names (and, for a predicate of another
+    family, the ``predicates:`` key that makes it visible).
+    """
+    visible = _visible(family)
+    if name in visible:
+        return visible[name]
+    for fam in predicate_families():
+        load_family(fam)
+    hint = ""
+    other = _FAMILY_OF.get(name)
+    if other is not None:
+        hint = f" ({name!r} is a {other} predicate: set `predicates: {other}` in the file)"
+    raise KeyError(
+        f"unknown predicate {name!r}{hint}; valid names: {', '.join(sorted(visible))}"
+    ) from None
+
+
+def bind_predicate(
+    name: str, arg: Any = None, *, has_arg: bool = False, family: str | None = None
+) -> BoundPredicate:
     """Check ``arg`` against the predicate's declared argument and bind it.
 
     Raises ``KeyError`` for unknown names and ``ValueError`` (with what is allowed) for bad args.
     """
-    info = get_predicate(name)
+    info = get_predicate(name, family)
     spec = info.arg
     if spec is None:
         if has_arg:

@@ -1,32 +1,45 @@
-"""Delegate capability files (``delegates/*.yaml``) loaded into validated :class:`DelegateSpec`.
+"""Delegate files (``delegates/*.yaml``) loaded into validated :class:`DelegateSpec`.
 
-A delegate file lists the ops a LiteRT delegate accepts (with op-version caps), the dtypes it
-allows per tensor role, rank limits, named constraint predicates per op, and how it claims
-subgraphs (TFLite epochs with a partition cap and minimum size, or the Edge TPU's single prefix
-cut). The format is documented in ``docs/profiles.md``. Shipped files are found by name
-(``load_delegate("gpu")``); any path to a ``.yaml`` file works too.
+A delegate file holds every fact edgepart knows about one LiteRT delegate: the ops it accepts
+(with op-version caps), the dtypes it allows per tensor role, rank limits, named constraint
+predicates per op, how it claims subgraphs (TFLite epochs with a partition cap and minimum size,
+or the Edge TPU's single prefix cut), how LiteRT loads it at run time (:class:`RuntimeLibrary`:
+an external delegate library, or a kernel set built into LiteRT, and the host executor that
+stands in when the library is absent) and how TFLite's ``benchmark_model`` applies it
+(:class:`BenchmarkFlags`: flags and the provider name the tool logs). The format is documented in
+``docs/profiles.md``. Files are found by name on the search path (``load_delegate("gpu")``, see
+:mod:`edgepart.devices.search_path`); any path to a ``.yaml`` file works too.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml, yaml_names
-from edgepart.devices.capability import BoundPredicate, bind_predicate
+from edgepart.devices import search_path
+from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml
+from edgepart.devices.capability import (
+    BoundPredicate,
+    bind_predicate,
+    has_family,
+    predicate_families,
+)
+from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES
 from edgepart.devices.roles import ROLES
-from edgepart.devices.search_path import shipped_dir
 from edgepart.ir.dtypes import DType
 from edgepart.schema import opnames
 
 __all__ = [
+    "BenchmarkFlags",
     "ClaimPolicy",
     "DelegateSpec",
     "OpRule",
+    "RuntimeLibrary",
     "delegate_dir",
     "delegate_names",
     "load_delegate",
@@ -37,6 +50,18 @@ TARGETS = ("cpu", "gpu", "dsp", "npu")
 METHODS = ("epochs", "prefix_cut", "fallback")
 HELPERS = ("graph_partition", "fp16_graph_partition", "xnnpack", "none")
 APPLIED = ("user", "default_lazy")
+LOADS = ("external", "builtin")
+RESERVED_NAMES = ("external",)
+"""Not a delegate name: ``external:PATH`` is benchmark_model's nameless external delegate."""
+LIBRARY_PLACEHOLDER = "{library}"
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+_LIB_FILE = re.compile(
+    r"^(?:lib)?([A-Za-z0-9_+-][A-Za-z0-9_.+-]*?)\.(?:so|dylib|dll)(?:\.[0-9]+)*$"
+)
+_OPTION_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_BM_FLAG = re.compile(r"^--([a-z][a-z0-9_]*)=(.+)$")
+_BM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_PROVIDER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .-]*$")
 _DTYPE_NAMES = [d.name for d in DType]
 
 
@@ -70,8 +95,61 @@ class OpRule:
 
 
 @dataclass(frozen=True, slots=True)
+class RuntimeLibrary:
+    """How LiteRT loads a delegate at run time.
+
+    ``load`` is ``external`` (``load_delegate(library, options)``: one of ``files``, found on the
+    library path, with ``options``; ``fallback`` runs the partitions when no library is found)
+    or ``builtin`` (a kernel set inside LiteRT: the host executor ``executor``).
+    """
+
+    load: str = "external"
+    files: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+    fallback: str = DEFAULT_EXECUTOR
+    executor: str | None = None
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        """The names ``ctypes.util.find_library`` takes (``libedgetpu.so.1`` -> ``edgetpu``)."""
+        out = []
+        for f in self.files:
+            m = _LIB_FILE.match(f)
+            if m is not None:
+                out.append(m.group(1))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkFlags:
+    """How TFLite's ``benchmark_model`` applies a delegate.
+
+    ``flags`` apply it (``{library}`` stands for the library's path on the device); ``provider``
+    is the name the tool logs (``Explicitly applied GPU delegate ...``), None for the CPU kernel
+    sets, which the tool never reports as applied; ``options`` names the tool flags that
+    configure it; ``label`` is its name in ``bench --delegate`` and in result labels (delegates
+    the tool applies with the same flags share one).
+    """
+
+    flags: tuple[str, ...]
+    provider: str | None
+    options: tuple[str, ...] = ()
+    label: str = ""
+
+    @property
+    def needs_library(self) -> bool:
+        """The flags take the library's device path (an external delegate for the tool)."""
+        return any(LIBRARY_PLACEHOLDER in f for f in self.flags)
+
+    @property
+    def flag_names(self) -> tuple[str, ...]:
+        """The names of the flags (``use_gpu`` for ``--use_gpu=true``)."""
+        return tuple(f[2:].split("=", 1)[0] for f in self.flags)
+
+
+@dataclass(frozen=True, slots=True)
 class DelegateSpec:
-    """A validated delegate capability file."""
+    """A validated delegate file."""
 
     name: str
     title: str
@@ -86,9 +164,17 @@ class DelegateSpec:
     rank_check_constants: bool = True
     context: Mapping[str, Any] = field(default_factory=dict)
     path: str = ""
+    predicates: str = ""
+    library: RuntimeLibrary = field(default_factory=RuntimeLibrary)
+    benchmark_model: BenchmarkFlags | None = None
 
     def rule(self, op_name: str) -> OpRule | None:
         return self.ops.get(op_name)
+
+    @property
+    def host_executor(self) -> str | None:
+        """The host executor this delegate is (``xnnpack``, ``builtin``), None for accelerators."""
+        return self.library.executor if self.library.load == "builtin" else None
 
 
 _DEFAULT_REASONS = {
@@ -100,23 +186,23 @@ _DEFAULT_REASONS = {
 
 def delegate_dir() -> Path:
     """The directory of the shipped delegate files (``<repo>/delegates``)."""
-    return shipped_dir("delegates", "EDGEPART_DELEGATES_DIR")
+    return search_path.shipped_dir("delegates")
 
 
 def delegate_names() -> list[str]:
-    """Names of the shipped delegate files."""
-    return yaml_names(delegate_dir())
+    """Names of the delegate files on the search path (user directories and shipped), sorted."""
+    return search_path.names("delegates")
 
 
 def load_delegate(name_or_path: str | os.PathLike[str]) -> DelegateSpec:
-    """Load a shipped delegate by name (``"xnnpack"``) or any delegate YAML file by path.
+    """Load a delegate by name (``"xnnpack"``, found on the search path) or a YAML file by path.
 
     Raises
     ------
     ProfileError
-        Unknown name (listing the shipped ones), or any invalid field (file and key path).
+        Unknown name (listing the known ones), or any invalid field (file and key path).
     """
-    return _load_cached(*resolve_yaml(name_or_path, delegate_dir(), "delegate", "delegate"))
+    return _load_cached(*resolve_yaml(name_or_path, "delegates", "delegate"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -129,9 +215,36 @@ def _parse(doc: Any, loc: Loc) -> DelegateSpec:
     loc.keys(
         d,
         ("schema", "name", "title", "target", "source", "claiming", "ops"),
-        ("kernel_name", "runtime", "reasons", "checks", "context", "defaults", "custom_ops"),
+        (
+            "kernel_name",
+            "runtime",
+            "reasons",
+            "checks",
+            "context",
+            "defaults",
+            "custom_ops",
+            "predicates",
+            "library",
+            "benchmark_model",
+        ),
     )
     name = check_header(d, loc, SCHEMA)
+    if name in RESERVED_NAMES or not _NAME.match(name):
+        raise (loc / "name").error(
+            f"{name!r} cannot name a delegate; use letters, digits, _ and - (and not "
+            f"{', '.join(RESERVED_NAMES)})"
+        )
+    family = name
+    if "predicates" in d:
+        family = (loc / "predicates").string(d["predicates"])
+        if not has_family(family):
+            raise (loc / "predicates").error(
+                f"{family!r} is not a predicate module; allowed: {', '.join(predicate_families())}"
+            )
+    library = _library(d["library"], loc / "library") if "library" in d else RuntimeLibrary()
+    bench = None
+    if "benchmark_model" in d:
+        bench = _benchmark(d["benchmark_model"], loc / "benchmark_model", name)
     policy = _policy(d["claiming"], loc / "claiming")
     reasons = dict(_DEFAULT_REASONS)
     if "reasons" in d:
@@ -153,7 +266,7 @@ def _parse(doc: Any, loc: Loc) -> DelegateSpec:
             if not isinstance(v, (bool, int, float, str)):
                 raise (cx / k).error(f"expected a scalar, got {v!r}")
             context[k] = v
-    defaults = _rule("<defaults>", d.get("defaults") or {}, loc / "defaults", None)
+    defaults = _rule("<defaults>", d.get("defaults") or {}, loc / "defaults", None, family)
     ops: dict[str, OpRule] = {}
     ol = loc / "ops"
     for op, body in ol.mapping(d["ops"]).items():
@@ -162,11 +275,11 @@ def _parse(doc: Any, loc: Loc) -> DelegateSpec:
                 "unknown builtin operator; use schema names such as CONV_2D "
                 "(custom ops go under custom_ops)"
             )
-        ops[op] = _rule(op, body if body is not None else {}, ol / op, defaults)
+        ops[op] = _rule(op, body if body is not None else {}, ol / op, defaults, family)
     if "custom_ops" in d:
         cl = loc / "custom_ops"
         for op, body in cl.mapping(d["custom_ops"]).items():
-            ops[op] = _rule(op, body if body is not None else {}, cl / op, defaults)
+            ops[op] = _rule(op, body if body is not None else {}, cl / op, defaults, family)
     return DelegateSpec(
         name=name,
         title=(loc / "title").string(d["title"]),
@@ -181,7 +294,85 @@ def _parse(doc: Any, loc: Loc) -> DelegateSpec:
         rank_check_constants=rank_consts,
         context=context,
         path=loc.file,
+        predicates=family,
+        library=library,
+        benchmark_model=bench,
     )
+
+
+def _library(v: Any, loc: Loc) -> RuntimeLibrary:
+    d = loc.mapping(v)
+    load = (loc / "load").choice(d.get("load"), LOADS) if "load" in d else None
+    if load is None:
+        raise (loc / "load").error(f"missing required key; allowed: {', '.join(LOADS)}")
+    if load == "builtin":
+        loc.keys(d, ("load", "executor"), ())
+        executor = (loc / "executor").choice(d["executor"], EXECUTOR_NAMES)
+        return RuntimeLibrary("builtin", executor=executor, fallback=executor)
+    loc.keys(d, ("load",), ("files", "options", "fallback"))
+    files = (loc / "files").string_list(d.get("files", []))
+    for i, f in enumerate(files):
+        if not _LIB_FILE.match(f):
+            raise (loc / "files" / i).error(
+                f"{f!r} is not a library file name; write one like libfoo.so (no directory: "
+                "libraries are found on the library path, or given with --delegate-library)"
+            )
+    options: dict[str, str] = {}
+    ol = loc / "options"
+    for k, val in ol.mapping(d.get("options", {})).items():
+        if not _OPTION_KEY.match(k):
+            raise (ol / k).error("option names may use letters, digits, '_', '.' and '-' only")
+        if isinstance(val, bool):
+            text = "true" if val else "false"
+        elif isinstance(val, (int, float, str)):
+            text = str(val)
+        else:
+            raise (ol / k).error(f"expected a scalar, got {val!r}")
+        if not text or any(c in text for c in ";:"):
+            raise (ol / k).error(
+                f"{text!r}: option values must be non-empty without ';' or ':' (benchmark_model "
+                "splits --external_delegate_options on them)"
+            )
+        options[k] = text
+    fallback = (loc / "fallback").choice(d.get("fallback", DEFAULT_EXECUTOR), EXECUTOR_NAMES)
+    return RuntimeLibrary("external", files, options, fallback)
+
+
+def _benchmark(v: Any, loc: Loc, name: str) -> BenchmarkFlags:
+    d = loc.mapping(v)
+    loc.keys(d, ("flags",), ("provider", "options", "label"))
+    fl = loc / "flags"
+    flags = fl.string_list(d["flags"])
+    if not flags:
+        raise fl.error("expected a non-empty list of --name=value flags")
+    for i, f in enumerate(flags):
+        m = _BM_FLAG.match(f)
+        rest = m.group(2).replace(LIBRARY_PLACEHOLDER, "") if m is not None else ""
+        if m is None or "{" in rest or "}" in rest:
+            raise (fl / i).error(
+                f"{f!r} is not a benchmark_model flag; write --name=value (the tool reads only "
+                f"that form; {LIBRARY_PLACEHOLDER} stands for the library's path on the device)"
+            )
+    provider = None
+    if "provider" in d:
+        provider = (loc / "provider").string(d["provider"])
+        if not _PROVIDER.match(provider):
+            raise (loc / "provider").error(
+                f"{provider!r}: write the name the tool logs, e.g. GPU, NNAPI or EXTERNAL"
+            )
+    options = (loc / "options").string_list(d.get("options", []))
+    for i, o in enumerate(options):
+        if not _BM_NAME.match(o):
+            raise (loc / "options" / i).error(f"{o!r} is not a flag name such as gpu_backend")
+    label = name
+    if "label" in d:
+        label = (loc / "label").string(d["label"])
+        if not _BM_NAME.match(label) or label in RESERVED_NAMES:
+            raise (loc / "label").error(
+                f"{label!r}: use lower-case letters, digits and _ (and not "
+                f"{', '.join(RESERVED_NAMES)})"
+            )
+    return BenchmarkFlags(flags, provider, options, label)
 
 
 def _policy(v: Any, loc: Loc) -> ClaimPolicy:
@@ -225,7 +416,7 @@ def _policy(v: Any, loc: Loc) -> ClaimPolicy:
     )
 
 
-def _rule(name: str, v: Any, loc: Loc, base: OpRule | None) -> OpRule:
+def _rule(name: str, v: Any, loc: Loc, base: OpRule | None, family: str) -> OpRule:
     d = loc.mapping(v)
     loc.keys(d, (), ("min_version", "max_version", "max_rank", "dtypes", "constraints", "note"))
     if "note" in d:
@@ -242,7 +433,7 @@ def _rule(name: str, v: Any, loc: Loc, base: OpRule | None) -> OpRule:
     if "constraints" in d:
         cl = loc / "constraints"
         for i, item in enumerate(cl.sequence(d["constraints"])):
-            constraints.append(_constraint(item, cl / i))
+            constraints.append(_constraint(item, cl / i, family))
     min_v = (loc / "min_version").integer(d.get("min_version", 1), lo=1)
     max_v = d.get("max_version", base.max_version if base is not None else None)
     if max_v is not None:
@@ -253,7 +444,7 @@ def _rule(name: str, v: Any, loc: Loc, base: OpRule | None) -> OpRule:
     return OpRule(name, min_v, max_v, max_rank, dtypes, tuple(constraints))
 
 
-def _constraint(item: Any, loc: Loc) -> BoundPredicate:
+def _constraint(item: Any, loc: Loc, family: str) -> BoundPredicate:
     if isinstance(item, str):
         key, arg, has = item, None, False
     elif isinstance(item, Mapping) and len(item) == 1:
@@ -262,7 +453,7 @@ def _constraint(item: Any, loc: Loc) -> BoundPredicate:
     else:
         raise loc.error(f"expected a predicate name or {{name: argument}}, got {item!r}")
     try:
-        return bind_predicate(str(key), arg, has_arg=has)
+        return bind_predicate(str(key), arg, has_arg=has, family=family)
     except KeyError as err:
         raise loc.error(str(err.args[0])) from None
     except ValueError as err:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml, yaml_names
+from edgepart.devices import search_path
+from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml
 from edgepart.devices.delegate import delegate_names
-from edgepart.devices.search_path import shipped_dir
 from edgepart.errors import ProfileError
 
 __all__ = [
@@ -119,26 +119,29 @@ class DeviceProfile:
 
 def profile_dir() -> Path:
     """The directory of the shipped profiles (``<repo>/device_profiles``)."""
-    return shipped_dir("device_profiles", "EDGEPART_PROFILES_DIR")
+    return search_path.shipped_dir("device_profiles")
 
 
 def profile_names() -> list[str]:
-    return yaml_names(profile_dir())
+    """Names of the device profiles on the search path (user directories and shipped), sorted."""
+    return search_path.names("device_profiles")
 
 
 def load_profile(name_or_path: str | os.PathLike[str]) -> DeviceProfile:
-    """Load a shipped profile by name (``"pixel8"``) or any profile YAML file by path.
+    """Load a profile by name (``"pixel8"``, found on the search path) or a YAML file by path.
 
     Raises
     ------
     ProfileError
-        Unknown name (listing the shipped ones), or any invalid field (file and key path).
+        Unknown name (listing the known ones), or any invalid field (file and key path).
     """
-    return _load_cached(*resolve_yaml(name_or_path, profile_dir(), "device profile", "profile"))
+    path, mtime = resolve_yaml(name_or_path, "device_profiles", "device profile")
+    # A profile names delegates, which the search path resolves: the cache keys on it too.
+    return _load_cached(path, mtime, search_path.search_key())
 
 
 @functools.lru_cache(maxsize=64)
-def _load_cached(path: str, mtime: float) -> DeviceProfile:
+def _load_cached(path: str, mtime: float, where: tuple[str, ...]) -> DeviceProfile:
     return _parse(load_yaml(path), Loc(path))
 
 

@@ -1,7 +1,8 @@
 """Which processor of a device profile can run which op: the exact TFLite claiming rules, per op.
 
 A processor runs what its delegate accepts (:mod:`edgepart.claim.support`: op, version, dtypes,
-ranks, named predicates), evaluated the way the delegate's helper does it:
+ranks, named predicates), evaluated the way the delegate's helper does it
+(:func:`edgepart.claim.helpers.select_nodes`, shared with claiming):
 
 * ``xnnpack``: ``PrepareOpsToDelegate`` (static unpacking of constant DEQUANTIZE/DENSIFY,
   resource-variable coupling), :func:`edgepart.claim.helpers.xnnpack_nodes_to_delegate`;
@@ -29,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgepart.claim.control import ops_touching
-from edgepart.claim.helpers import _SHAPE_INPUTS, fp16_dequant_map, xnnpack_nodes_to_delegate
-from edgepart.claim.support import evaluate_support
+from edgepart.claim.helpers import _SHAPE_INPUTS, select_nodes
 from edgepart.devices.delegate import DelegateSpec, load_delegate
 from edgepart.devices.profile import DeviceProfile
 from edgepart.ir.graph import Subgraph
@@ -106,26 +106,15 @@ def delegate_support(
     n = sg.num_ops
     ctx = {**(context or {})}
     ops = np.arange(n, dtype=np.int64)
-    helper = spec.policy.helper
     if spec.policy.method == "fallback":
         return np.ones(n, dtype=bool), {}, {}
-    if helper == "xnnpack":
-        table, _ = xnnpack_nodes_to_delegate(sg, spec, list(range(n)), n, ctx)
-        sup = table.supported.copy()
-        reasons, details = dict(table.reasons), dict(table.details)
-    elif helper == "fp16_graph_partition":
-        remap, dq = fp16_dequant_map(sg, ops.tolist(), {})
-        table = evaluate_support(sg, spec, ops=ops, context=ctx, input_overrides=remap)
-        sup = table.supported.copy()
-        reasons, details = dict(table.reasons), dict(table.details)
-        for op in dq:  # re-added with its delegated consumers (FP16GraphPartitionHelper)
-            sup[op] = True
-            reasons.pop(op, None)
-            details.pop(op, None)
-    else:
-        table = evaluate_support(sg, spec, ops=ops, context=ctx)
-        sup = table.supported.copy()
-        reasons, details = dict(table.reasons), dict(table.details)
+    sel = select_nodes(sg, spec, ops.tolist(), n, ctx)
+    sup = sel.support.supported.copy()
+    reasons, details = dict(sel.support.reasons), dict(sel.support.details)
+    for op in sel.dequant:  # re-added with its delegated consumers (FP16GraphPartitionHelper)
+        sup[op] = True
+        reasons.pop(op, None)
+        details.pop(op, None)
     if not spec.policy.allow_dynamic_tensors:
         dyn = dynamic_tensors(sg)
         if dyn.any():

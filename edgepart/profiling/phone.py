@@ -47,12 +47,15 @@ from edgepart.profiling.op_table import CPU_KERNELS, attribute_rows, model_entry
 __all__ = ["OP_OUTPUTS", "processor_name", "profile_model_adb"]
 
 OP_OUTPUTS = ("auto", "proto", "csv", "text")
-EXECUTOR = {"cpu": "builtin", "xnnpack": "xnnpack"}
+
+
+def _model_slug(info: dict[str, Any] | None) -> str:
+    return slug((info or {}).get("model") or "android").lower()
 
 
 def processor_name(info: dict[str, Any] | None, delegate: DelegateChoice, threads: int) -> str:
     """``<device model>_<delegate>_<threads>t``, lower case (e.g. ``pixel_7_gpu_1t``)."""
-    model = slug((info or {}).get("model") or "android").lower()
+    model = _model_slug(info)
     kind = delegate.kind
     if kind == "external":
         kind = "external_" + slug(Path(delegate.path or "lib").name.split(".")[0]).lower()
@@ -140,12 +143,12 @@ def _build(
     statistic: str,
     processor: str | None,
 ) -> tuple[LatencyTable, list[dict[str, Any]], list[str]]:
-    from edgepart.android.bm_flags import parse_delegate
+    from edgepart.android.bm_flags import parse_delegate, tool_delegate
 
     table = LatencyTable()
     summaries: list[dict[str, Any]] = []
     skipped: list[str] = []
-    names = [processor_name(d.info, parse_delegate("cpu"), threads) for d in devices]
+    names = [_model_slug(d.info) for d in devices]
     clash = len(set(names)) < len(names)
     for d in devices:
         for rec in d.records:
@@ -153,8 +156,9 @@ def _build(
                 continue
             where = f"{d.serial} {rec['label']}"
             delegate = parse_delegate(rec["delegate"])
+            host = tool_delegate(delegate).host_executor  # a CPU kernel set, or None
             verdict = rec.get("delegate_verdict") or {}
-            if delegate.kind not in EXECUTOR and not verdict.get("applied"):
+            if host is None and not verdict.get("applied"):
                 skipped.append(
                     f"{where}: {verdict.get('executed_on')}; those are CPU times, which the cpu "
                     "and xnnpack profiles measure, so no table processor for it"
@@ -170,9 +174,7 @@ def _build(
             if clash and not processor:
                 name += "_" + slug(d.serial).lower()
             mine = (
-                rows
-                if delegate.kind in EXECUTOR
-                else [a for a in rows if a.executed_by not in CPU_KERNELS]
+                rows if host is not None else [a for a in rows if a.executed_by not in CPU_KERNELS]
             )
             info = d.info or {}
             pt = processor_table(
@@ -180,7 +182,7 @@ def _build(
                 ir,
                 mine,
                 device=_device_text(info, d.serial),
-                executor=EXECUTOR.get(delegate.kind, str(delegate)),
+                executor=host or str(delegate),
                 threads=threads,
                 source=_source(rec, profile, runtime),
                 statistic=statistic,

@@ -41,10 +41,10 @@ import numpy as np
 
 from edgepart.cost.stats import fit_intercept
 from edgepart.cost.table import Stats, stats_from_samples
+from edgepart.devices.host_executors import EXECUTOR_NAMES, HOST_EXECUTORS
 from edgepart.errors import RuntimeBackendError, UsageError
 
 __all__ = [
-    "EXECUTORS",
     "NODE_CHAIN",
     "Timer",
     "TimingConfig",
@@ -58,8 +58,6 @@ __all__ = [
     "run_rounds",
     "time_model",
 ]
-
-EXECUTORS = ("xnnpack", "builtin", "reference")
 
 
 @dataclass(frozen=True)
@@ -77,14 +75,9 @@ class TimingConfig:
 def _resolver(executor: str) -> Any:
     from ai_edge_litert.interpreter import OpResolverType
 
-    table = {
-        "xnnpack": OpResolverType.AUTO,
-        "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
-        "reference": OpResolverType.BUILTIN_REF,
-    }
-    if executor not in table:
-        raise UsageError(f"unknown executor {executor!r}; choose one of {list(EXECUTORS)}")
-    return table[executor]
+    if executor not in HOST_EXECUTORS:
+        raise UsageError(f"unknown executor {executor!r}; choose one of {list(EXECUTOR_NAMES)}")
+    return OpResolverType[HOST_EXECUTORS[executor].resolver]
 
 
 def make_interpreter(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from edgepart.runtime.details import PartitionInvokeError, TensorValueError
 from edgepart.runtime.executors import (
-    DEFAULT_LIBRARIES,
+    AUTO_FALLBACK,
     EXECUTORS,
     ExecutorChoice,
     choose_executor,
@@ -21,7 +21,7 @@ from edgepart.runtime.executors import (
 from edgepart.runtime.interpreter import HostFallbackWarning, PartitionedInterpreter
 
 __all__ = [
-    "DEFAULT_LIBRARIES",
+    "AUTO_FALLBACK",
     "EXECUTORS",
     "ExecutorChoice",
     "HostFallbackWarning",

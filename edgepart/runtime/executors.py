@@ -1,28 +1,26 @@
 """Executors: how one partition runs in its own LiteRT interpreter.
 
-Four kinds, chosen per partition from its plan entry:
+Four kinds, chosen per partition from its plan entry and its delegate's file
+(``delegates/NAME.yaml``, key ``library``):
 
-``xnnpack``
-    LiteRT's default CPU path: builtin kernels with the XNNPACK delegate applied
-    (``OpResolverType.AUTO``). Used for the ``xnnpack`` delegate.
-``builtin``
-    Optimized builtin kernels with default delegates disabled
-    (``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES``). Used for ``cpu_builtin``.
-``reference``
-    LiteRT's reference kernels (``OpResolverType.BUILTIN_REF``): slow, for checking.
+``xnnpack``, ``builtin``, ``reference``
+    The host executors (:mod:`edgepart.devices.host_executors`): LiteRT's CPU kernel sets. A
+    delegate whose file says ``load: builtin`` runs on the one it names (``xnnpack`` for the
+    XNNPACK delegate, ``builtin`` for ``cpu_builtin``).
 ``delegate``
-    An external delegate library loaded with ``load_delegate(path, options)`` (how the GPU,
-    NNAPI, Hexagon, Edge TPU and NPU delegates are loaded where those libraries exist); ops the
-    delegate declines run on LiteRT's CPU kernels, as in LiteRT itself.
+    An external delegate library loaded with ``load_delegate(path, options)`` (``load:
+    external``: the GPU, NNAPI, Hexagon, Edge TPU delegates where their libraries exist); ops
+    the delegate declines run on LiteRT's CPU kernels, as in LiteRT itself.
 
 Choosing (:func:`choose_executor`) is a pure decision returned as an :class:`ExecutorChoice`;
 opening (:func:`open_partition`) applies it. A delegate partition needs a library: given
 explicitly (``delegate_libraries``, the plan's ``executor.library``, or the environment variable
-``EDGEPART_DELEGATE_<NAME>``), or discovered by its usual file name on the library path. With
-none, the partition runs on the *host fallback* executor (``xnnpack`` unless configured) and the
-choice says so (``fallback=True``, ``executed_on`` naming the host). A library that was asked
-for explicitly but cannot be loaded is an error (:class:`RuntimeBackendError`), never a silent
-fallback.
+``EDGEPART_DELEGATE_<NAME>``), or discovered by the file names its delegate file lists
+(``library.files``) on the library path. With none, the partition runs on the *host fallback*
+executor (the delegate file's ``library.fallback``, ``xnnpack`` for every shipped one, unless
+the caller names one) and the choice says so (``fallback=True``, ``executed_on`` naming the
+host). A library that was asked for explicitly but cannot be loaded is an error
+(:class:`RuntimeBackendError`), never a silent fallback.
 """
 
 from __future__ import annotations
@@ -35,17 +33,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from edgepart.devices.delegate import DelegateSpec, load_delegate
+from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES, HOST_EXECUTORS
+from edgepart.devices.search_path import find
 from edgepart.errors import BundleError, RuntimeBackendError, UsageError
 
 if TYPE_CHECKING:
     from edgepart.bundle.format import PartitionEntry
 
 __all__ = [
-    "DEFAULT_LIBRARIES",
-    "DELEGATE_KERNELS",
+    "AUTO_FALLBACK",
     "EXECUTORS",
     "ExecutorChoice",
     "choose_executor",
+    "delegate_file",
     "get_executor",
     "open_partition",
     "register_executor",
@@ -53,24 +54,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DELEGATE_KERNELS = {"xnnpack": "xnnpack", "cpu_builtin": "builtin", "reference": "reference"}
-"""Profile delegates that are host CPU kernel sets, and the executor each maps to."""
-
-DEFAULT_LIBRARIES: Mapping[str, tuple[str, ...]] = {
-    "gpu": ("tensorflowlite_gpu_delegate",),
-    "gpu_mldrift": ("LiteRtGpuAccelerator",),
-    "edgetpu": ("edgetpu",),
-    "hexagon": ("hexagon_delegate",),
-    "nnapi": ("nnapi_delegate",),
-    "npu": (),
-}
-"""Library names (for ``ctypes.util.find_library``) tried when no library is configured."""
-
-_DESCRIPTION = {
-    "xnnpack": "host CPU, XNNPACK",
-    "builtin": "host CPU, builtin kernels",
-    "reference": "host CPU, reference kernels",
-}
+AUTO_FALLBACK = "auto"
+"""``fallback`` value meaning: the host executor the partition's delegate file names."""
 
 
 @dataclass(frozen=True)
@@ -85,13 +70,14 @@ class ExecutorChoice:
     explicit: bool = False
     fallback: bool = False
     reason: str = ""
+    host: str = DEFAULT_EXECUTOR  # the host executor standing in if the library fails to load
 
     @property
     def executed_on(self) -> str:
         """Human label of where the partition really runs (says ``fallback`` when it is)."""
         if self.kind == "delegate":
             return f"{self.requested} delegate ({self.library})"
-        where = _DESCRIPTION[self.kind]
+        where = HOST_EXECUTORS[self.kind].description
         if self.fallback:
             return f"{where} (host fallback for {self.requested}: {self.reason})"
         return where
@@ -145,9 +131,8 @@ def _kernels(resolver: str) -> OpenFn:
     return open_
 
 
-register_executor("xnnpack")(_kernels("AUTO"))
-register_executor("builtin")(_kernels("BUILTIN_WITHOUT_DEFAULT_DELEGATES"))
-register_executor("reference")(_kernels("BUILTIN_REF"))
+for _host in HOST_EXECUTORS.values():
+    register_executor(_host.name)(_kernels(_host.resolver))
 
 
 @register_executor("delegate")
@@ -194,12 +179,17 @@ def load_delegate_checked(library: str, options: Mapping[str, str], name: str) -
         ) from None
 
 
+def delegate_file(name: str) -> DelegateSpec | None:
+    """The delegate file ``name`` on the search path, or None (a bundle made elsewhere)."""
+    return load_delegate(name) if find("delegates", name) is not None else None
+
+
 def choose_executor(
     entry: PartitionEntry,
     *,
     override: str | None = None,
     libraries: Mapping[str, Any] | None = None,
-    fallback: str | None = "xnnpack",
+    fallback: str | None = AUTO_FALLBACK,
     environ: Mapping[str, str] | None = None,
 ) -> ExecutorChoice:
     """Decide the executor of one partition (no library is loaded here).
@@ -209,34 +199,58 @@ def choose_executor(
     entry
         The partition's plan entry (``delegate`` and optional explicit ``executor``).
     override
-        Run every partition on this kernel set (``xnnpack``, ``builtin``, ``reference``).
+        Run every partition on this host executor (``xnnpack``, ``builtin``, ``reference``).
     libraries
         Delegate name -> library path, or ``{"library": path, "options": {...}}``.
     fallback
-        Host executor for delegate partitions without a library; ``None`` makes that an error.
+        Host executor for delegate partitions without a library: ``"auto"`` (the delegate
+        file's ``library.fallback``), a host executor name, or ``None`` to make that an error.
     environ
         Where ``EDGEPART_DELEGATE_<NAME>`` is looked up (default ``os.environ``).
+
+    Raises
+    ------
+    UsageError
+        An override or fallback that is not a host executor.
+    RuntimeBackendError
+        No library for a delegate partition while ``fallback`` is None.
     """
     if override is not None:
-        if override not in _DESCRIPTION:
-            raise UsageError(f"executor override must be one of {', '.join(_DESCRIPTION)}")
+        if override not in HOST_EXECUTORS:
+            raise UsageError(f"executor override must be one of {', '.join(EXECUTOR_NAMES)}")
         return ExecutorChoice(entry.id, entry.delegate, override, explicit=True)
+    if fallback is not None and fallback != AUTO_FALLBACK and fallback not in HOST_EXECUTORS:
+        raise UsageError(
+            f"fallback executor must be {AUTO_FALLBACK} or one of {', '.join(EXECUTOR_NAMES)}, "
+            f"got {fallback!r}"
+        )
     ex = entry.executor
     name = (ex.delegate or entry.delegate) if ex is not None else entry.delegate
     if ex is not None and ex.kind != "delegate":
         return ExecutorChoice(entry.id, name, ex.kind, explicit=True)
-    if ex is None and entry.delegate in DELEGATE_KERNELS:
-        return ExecutorChoice(entry.id, name, DELEGATE_KERNELS[entry.delegate])
-    options = dict(ex.options) if ex is not None else {}
+    spec = delegate_file(name)
+    if ex is None:
+        if spec is not None and spec.host_executor is not None:
+            return ExecutorChoice(entry.id, name, spec.host_executor)
+        if spec is None and name in HOST_EXECUTORS:  # a plan may name a kernel set directly
+            return ExecutorChoice(entry.id, name, name)
+    host = spec.library.fallback if spec is not None else DEFAULT_EXECUTOR
+    if fallback is not None and fallback != AUTO_FALLBACK:
+        host = fallback
+    options = dict(spec.library.options) if spec is not None else {}
+    options.update(ex.options if ex is not None else {})
     library, explicit = _library_for(
         name,
         ex.library if ex is not None else None,
         libraries or {},
         options,
         environ or os.environ,
+        spec.library.stems if spec is not None else (),
     )
     if library is not None:
-        return ExecutorChoice(entry.id, name, "delegate", library, options, explicit=explicit)
+        return ExecutorChoice(
+            entry.id, name, "delegate", library, options, explicit=explicit, host=host
+        )
     if fallback is None:
         raise RuntimeBackendError(
             f"partition {entry.id} needs the {name} delegate but no library is configured and "
@@ -246,9 +260,10 @@ def choose_executor(
     return ExecutorChoice(
         entry.id,
         name,
-        fallback,
+        host,
         fallback=True,
         reason=f"no {name} delegate library on this machine",
+        host=host,
     )
 
 
@@ -258,6 +273,7 @@ def _library_for(
     libraries: Mapping[str, Any],
     options: dict[str, str],
     environ: Mapping[str, str],
+    stems: tuple[str, ...],
 ) -> tuple[str | None, bool]:
     given = libraries.get(name)
     if isinstance(given, Mapping):
@@ -270,7 +286,7 @@ def _library_for(
     env = environ.get(f"EDGEPART_DELEGATE_{name.upper()}")
     if env:
         return env, True
-    for stem in DEFAULT_LIBRARIES.get(name, ()):
+    for stem in stems:
         found = ctypes.util.find_library(stem)
         if found:
             return found, False
@@ -278,10 +294,11 @@ def _library_for(
 
 
 def open_partition(
-    choice: ExecutorChoice, blob: bytes, threads: int, fallback: str | None = "xnnpack"
+    choice: ExecutorChoice, blob: bytes, threads: int, fallback: str | None = AUTO_FALLBACK
 ) -> tuple[Any, ExecutorChoice]:
     """Create the partition's interpreter; a discovered (not explicit) delegate that fails to
-    load falls back to the host executor, and the returned choice records why."""
+    load falls back to the host executor (``fallback``, or with ``"auto"`` the choice's
+    ``host``), and the returned choice records why."""
     try:
         return get_executor(choice.kind)(choice, blob, threads), choice
     except RuntimeBackendError as err:
@@ -289,8 +306,9 @@ def open_partition(
             raise
         reason = f"{choice.library} failed to load ({err})"
         log.warning("partition %s: %s; running on the host", choice.partition, reason)
-        fb = replace(choice, kind=fallback, library=None, fallback=True, reason=reason)
-        return get_executor(fallback)(fb, blob, threads), fb
+        host = choice.host if fallback == AUTO_FALLBACK else fallback
+        fb = replace(choice, kind=host, library=None, fallback=True, reason=reason)
+        return get_executor(host)(fb, blob, threads), fb
     except (ValueError, RuntimeError) as err:
         msg = " ".join(str(err).split())
         if choice.kind == "delegate":

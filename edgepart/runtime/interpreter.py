@@ -19,10 +19,16 @@ from typing import Any
 import numpy as np
 
 from edgepart.bundle.format import Bundle, Plan
+from edgepart.devices.host_executors import HOST_EXECUTORS
 from edgepart.errors import UsageError
 from edgepart.runtime import details as _details
 from edgepart.runtime.dispatch import Concurrent, Serial
-from edgepart.runtime.executors import ExecutorChoice, choose_executor, open_partition
+from edgepart.runtime.executors import (
+    AUTO_FALLBACK,
+    ExecutorChoice,
+    choose_executor,
+    open_partition,
+)
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
 from edgepart.runtime.signature import PartitionedSignatureRunner
@@ -31,7 +37,8 @@ __all__ = ["HostFallbackWarning", "PartitionedInterpreter"]
 
 log = logging.getLogger(__name__)
 
-_RESOLVER_OVERRIDE = {"BUILTIN_WITHOUT_DEFAULT_DELEGATES": "builtin", "BUILTIN_REF": "reference"}
+# An OpResolverType other than LiteRT's default (AUTO) runs every partition on that kernel set.
+_RESOLVER_OVERRIDE = {e.resolver: e.name for e in HOST_EXECUTORS.values() if e.resolver != "AUTO"}
 
 
 class HostFallbackWarning(UserWarning):
@@ -58,11 +65,14 @@ class PartitionedInterpreter:
         Alternatives to ``model_path``: a loaded :class:`Bundle`, or a model (``Model`` or
         ``.tflite`` path) plus a plan (a list of ``PartitionSpec`` / op lists, or a ``Plan``).
     executor
-        Override every partition's executor: ``"xnnpack"``, ``"builtin"`` or ``"reference"``.
+        Override every partition's executor with a host executor: ``"xnnpack"``,
+        ``"builtin"`` or ``"reference"`` (:mod:`edgepart.devices.host_executors`).
     delegate_libraries
         Delegate name -> external delegate library path (or ``{"library", "options"}``).
     fallback
-        Host executor for partitions whose delegate library is absent (``None``: error).
+        Host executor for partitions whose delegate library is absent: ``"auto"`` (the one
+        each delegate's file names, ``xnnpack`` for the shipped ones), ``"xnnpack"``,
+        ``"builtin"`` or ``"reference"``; ``None`` makes a missing library an error.
     parallel
         Run partitions on different units concurrently when the plan allows it.
 
@@ -88,7 +98,7 @@ class PartitionedInterpreter:
         plan: Any = None,
         executor: str | None = None,
         delegate_libraries: Mapping[str, Any] | None = None,
-        fallback: str | None = "xnnpack",
+        fallback: str | None = AUTO_FALLBACK,
         parallel: bool = True,
     ) -> None:
         if model_content is not None:

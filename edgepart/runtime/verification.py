@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
 from edgepart.runtime.latency import LatencyStats, time_calls
 
@@ -135,11 +136,11 @@ def verify_outputs(
     """
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    resolver = {"builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "reference": "BUILTIN_REF"}
+    host = HOST_EXECUTORS.get(executor or DEFAULT_EXECUTOR, HOST_EXECUTORS[DEFAULT_EXECUTOR])
     ref = Interpreter(
         model_path=os.fspath(model_path),
         num_threads=interp.num_threads,
-        experimental_op_resolver_type=OpResolverType[resolver.get(executor or "", "AUTO")],
+        experimental_op_resolver_type=OpResolverType[host.resolver],
     )
     plan = interp.plan
     if plan.subgraph == 0:

@@ -75,3 +75,27 @@ def test_partitions_with_their_delegates_and_documented_fallback(
     assert status == 0, err
     assert runs_of(emu.emulator.commands, "--graph=") == before == 5
     assert "fallback: p0: ran with xnnpack because" in out and "predicted ms" in out
+
+
+def test_plan_delegates_map_to_tool_delegates_through_their_files() -> None:
+    from types import SimpleNamespace
+
+    from edgepart.android.bundle_bench import partition_delegate
+
+    def entry(delegate: str, kind: str | None = None) -> SimpleNamespace:
+        ex = None if kind is None else SimpleNamespace(kind=kind, delegate=None)
+        return SimpleNamespace(delegate=delegate, executor=ex)
+
+    def label(e: SimpleNamespace, libs: dict[str, str] | None = None) -> str:
+        choice, why = partition_delegate(e, libs or {})
+        return str(choice) if choice is not None else why
+
+    assert label(entry("cpu_builtin")) == "cpu" and label(entry("xnnpack")) == "xnnpack"
+    assert label(entry("gpu_mldrift")) == "gpu" and label(entry("npu")) == "nnapi"
+    assert label(entry("gpu", "reference")) == "cpu"  # no reference kernels in the tool
+    assert label(entry("gpu", "xnnpack")) == "xnnpack"
+    assert label(entry("reference")) == "cpu"  # a plan may name a kernel set directly
+    assert "--delegate-library edgetpu=DEVICE_PATH" in label(entry("edgetpu"))
+    lib = "/data/local/tmp/libedgetpu.so.1"
+    assert label(entry("edgetpu"), {"edgetpu": lib}) == f"external:{lib}"
+    assert "no delegate file" in label(entry("tensorrt"))

@@ -167,3 +167,23 @@ def test_flags_from_help_reads_the_usage_text() -> None:
     } <= flags
     with pytest.raises(UsageError, match="not benchmark_model's --help"):
         flags_from_help("usage: something else\n\t--verbose=false\n")
+
+
+def test_delegates_come_from_their_files() -> None:
+    """Names and labels resolve through delegates/*.yaml (``benchmark_model`` key)."""
+    assert parse_delegate("cpu_builtin") == DelegateChoice("cpu")  # its file's label
+    assert parse_delegate("gpu_mldrift") == DelegateChoice("gpu")  # the tool's GPU stands in
+    assert parse_delegate("npu") == DelegateChoice("nnapi")
+    with pytest.raises(UsageError, match=r"external:/data/local/tmp/libedgetpu\.so\.1"):
+        parse_delegate("edgetpu")  # the tool loads it only as an external library
+    # A delegate's tool options go only to the delegates whose file lists them.
+    assert cmd("nnapi", gpu_backend="cl") == [BM, f"--graph={GRAPH}", "--use_nnapi=true"]
+    assert cmd("hexagon", hexagon_lib_path="/d") == [
+        BM,
+        f"--graph={GRAPH}",
+        "--use_hexagon=true",
+        "--hexagon_lib_path=/d",
+    ]
+    # CPU kernel sets have no CPU fallback to switch.
+    assert cmd("cpu", cpu_fallback_xnnpack=False) == [BM, f"--graph={GRAPH}", "--use_xnnpack=false"]
+    assert cmd("xnnpack", cpu_fallback_xnnpack=False)[-1] == "--use_xnnpack=true"

@@ -142,3 +142,36 @@ def test_delegate_that_refuses_to_start_is_an_error(gpu_bundle, null_delegate):
         match=r"refused to create a delegate: .*null delegate: asked to fail by option fail=1",
     ):
         PartitionedInterpreter(bundle=gpu_bundle, delegate_libraries=libs)
+
+
+def test_the_delegate_file_names_library_and_host_fallback(gpu_bundle, tmp_path):
+    """A user's gpu.yaml on the search path decides the library searched and the fallback."""
+    import yaml
+
+    from edgepart.devices.delegate import delegate_dir
+    from edgepart.devices.search_path import using_search_path
+
+    parts = gpu_bundle.plan.partitions
+    doc = yaml.safe_load((delegate_dir() / "gpu.yaml").read_text())
+    doc["library"] = {
+        "load": "external",
+        "files": ["libno_such_gpu_delegate_here.so"],
+        "options": {"precision": "fp16"},
+        "fallback": "reference",
+    }
+    (tmp_path / "delegates").mkdir()
+    (tmp_path / "delegates" / "gpu.yaml").write_text(yaml.safe_dump(doc))
+    with using_search_path([tmp_path]):
+        c = choose_executor(parts[1], environ={})
+        assert (c.kind, c.fallback, c.host) == ("reference", True, "reference")
+        assert c.executed_on.startswith("host CPU, reference kernels (host fallback for gpu")
+        assert choose_executor(parts[1], fallback="builtin", environ={}).kind == "builtin"
+        lib = choose_executor(parts[1], environ={"EDGEPART_DELEGATE_GPU": "/x/libgpu.so"})
+        assert (lib.kind, dict(lib.options), lib.host) == (
+            "delegate",
+            {"precision": "fp16"},
+            "reference",
+        )
+    assert choose_executor(parts[1], environ={}).kind == "xnnpack"
+    with pytest.raises(UsageError, match="fallback executor must be auto or one of"):
+        choose_executor(parts[1], fallback="gpu", environ={})

@@ -1,14 +1,27 @@
-"""XNNPACK op-specific checks (the ``Visit*Node`` parameter rules of ``xnnpack_delegate.cc``)."""
+"""Predicates of the XNNPACK delegate (``xnnpack_delegate.cc``), found by the delegate's name.
+
+XNNPACK decides support in ``Subgraph::VisitNode``: tensor-type checks (the type classes of
+:mod:`edgepart.devices.xnnpack_types`, applied by ``xnn_types``), shape checks
+(``CheckTensorShape``: rank range and every dimension > 0), static-allocation checks and the
+op-specific parameter rules of the ``Visit*Node`` functions. The reasons paraphrase the
+delegate's (normally suppressed) log messages.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from edgepart.devices.capability import OK, OpView, Support, predicate
-from edgepart.devices.predicates import opt
-from edgepart.devices.predicates_xnnpack import XNN_MAX_TENSOR_DIMS, _affine, _scale
+from edgepart.devices.predicates.common import opt, slot_tensors
+from edgepart.devices.xnnpack_types import (
+    XNN_MAX_TENSOR_DIMS,
+    affine_params,
+    check_type_class,
+    quant_scale,
+)
 from edgepart.ir.dtypes import DType
 
 __all__: list[str] = []
@@ -39,7 +52,7 @@ def xnn_leaky_relu(op: OpView) -> Support:
         return Support(False, f"unsupported alpha {alpha:g}")
     x, y = op.inputs[0], op.outputs[0]
     if op.dtype(x) in (DType.INT8, DType.UINT8) and op.dtype(y) in (DType.INT8, DType.UINT8):
-        pos = _f32(_scale(op, x)) / _f32(_scale(op, y))
+        pos = _f32(quant_scale(op, x)) / _f32(quant_scale(op, y))
         if pos < _f32(1.0 / 256.0) or pos > _f32(128.0):
             return Support(False, f"unsupported positive input-to-output scale {pos:g}")
         neg = pos * _f32(alpha)
@@ -56,7 +69,7 @@ def xnn_quantize(op: OpView) -> Support:
     if xt == DType.FLOAT32:
         return OK
     if xt == yt and xt in (DType.INT8, DType.UINT8):
-        r = _f32(_scale(op, x)) / _f32(_scale(op, y))
+        r = _f32(quant_scale(op, x)) / _f32(quant_scale(op, y))
         if r < _f32(1.0 / 256.0) or r > _f32(128.0):
             return Support(False, "unsupported input-to-output scale in QUANTIZE")
         return OK
@@ -68,7 +81,7 @@ def xnn_quantize(op: OpView) -> Support:
 
 
 def _legacy(op: OpView, t: int) -> tuple[float, int]:
-    a = _affine(op, t)
+    a = affine_params(op, t)
     if a is None or len(a[0]) != 1:
         return 0.0, 0
     return float(a[0][0]), int(a[1][0])
@@ -312,3 +325,180 @@ def xnn_composite_sdpa(op: OpView) -> Support:
     if name != "odml.scaled_dot_product_attention":
         return Support(False, f"unsupported stablehlo.composite operator type {name!r}")
     return xnn_sdpa(op)
+
+
+@predicate("xnn_types", arg=dict)
+def xnn_types(op: OpView, spec: dict[str, str]) -> Support:
+    """Each slot's tensors pass the named XNNPACK type class (``{in0: F32_OR_Q8, ...}``)."""
+    for slot, cls in spec.items():
+        for t in slot_tensors(op, slot):
+            err = check_type_class(op, t, cls)
+            if err:
+                return Support(False, err)
+    return OK
+
+
+@predicate("xnn_shape", arg=dict(slot=str, min=int, max=int))
+def xnn_shape(op: OpView, a: dict[str, Any]) -> Support:
+    """``CheckTensorShape``: rank in [min, max] and every dimension > 0."""
+    lo, hi = a.get("min", 0), a.get("max", XNN_MAX_TENSOR_DIMS)
+    for t in slot_tensors(op, a["slot"]):
+        shp = op.shape(t)
+        if not lo <= len(shp) <= hi:
+            want = f"{lo}" if lo == hi else (f"at least {lo}" if len(shp) < lo else f"at most {hi}")
+            return Support(
+                False,
+                f"unsupported number of shape dimensions ({len(shp)}) in tensor #{t}: "
+                f"{want} dimensions expected",
+            )
+        for i, d in enumerate(shp):
+            if d <= 0:
+                return Support(False, f"invalid num of elements ({d}) in dimension #{i} of #{t}")
+    return OK
+
+
+@predicate("xnn_static", arg=list)
+def xnn_static(op: OpView, slots: tuple[str, ...]) -> Support:
+    """Tensors are static read-only (constants, or quasi-static unpacked weights)."""
+    for slot in slots:
+        for t in slot_tensors(op, slot):
+            if not op.is_static(t):
+                return Support(
+                    False,
+                    f"invalid allocation type in tensor #{t}: expected static read-only tensor",
+                )
+    return OK
+
+
+@predicate("xnn_static_strict", arg=list)
+def xnn_static_strict(op: OpView, slots: tuple[str, ...]) -> Support:
+    """Tensors are buffer-backed constants (quasi-static ones do not count)."""
+    for slot in slots:
+        for t in slot_tensors(op, slot):
+            if not op.sg.tensor_is_constant[t]:
+                return Support(
+                    False,
+                    f"invalid allocation type in tensor #{t}: expected static read-only tensor",
+                )
+    return OK
+
+
+@predicate("xnn_binary_scales")
+def xnn_binary_scales(op: OpView) -> Support:
+    """ADD/SUB: input/output scale ratio in [1/1024, 256); MUL: product/output in [2^-16, 256)."""
+    a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
+    if op.dtype(a) != op.dtype(b) or op.dtype(a) != op.dtype(y):
+        return OK
+    if op.dtype(a) not in (DType.INT8, DType.UINT8):
+        return OK
+    f32 = np.float32
+    if op.name == "MUL":
+        r = f32(f32(quant_scale(op, a)) * f32(quant_scale(op, b))) / f32(quant_scale(op, y))
+        if not f32(1.0 / 65536.0) <= r < f32(256.0):
+            return Support(False, "unsupported input-product-to-output scale")
+        return OK
+    for t in (a, b):
+        r = f32(quant_scale(op, t)) / f32(quant_scale(op, y))
+        if not f32(1.0 / 1024.0) <= r < f32(256.0):
+            return Support(False, "unsupported input-to-output scale")
+    return OK
+
+
+@predicate("xnn_conv_params")
+def xnn_conv_params(op: OpView) -> Support:
+    """Strides and dilation factors are positive."""
+    for k in ("stride_w", "stride_h", "dilation_w_factor", "dilation_h_factor"):
+        if int(opt(op, k)) <= 0:
+            return Support(False, f"invalid {k} {opt(op, k)}")
+    return OK
+
+
+@predicate("xnn_depthwise_params")
+def xnn_depthwise_params(op: OpView) -> Support:
+    """Positive strides/dilations; depth multiplier positive and dividing the output channels."""
+    s = xnn_conv_params(op)
+    if not s.ok:
+        return s
+    dm = int(opt(op, "depth_multiplier"))
+    if dm <= 0:
+        return Support(False, f"invalid depth multiplier {dm}")
+    oc = op.shape(op.inputs[1])[3]
+    if oc % dm != 0:
+        return Support(False, f"depth multiplier {dm} is incompatible with {oc} output channels")
+    return OK
+
+
+@predicate("xnn_pool_params")
+def xnn_pool_params(op: OpView) -> Support:
+    """Pooling: positive strides/filter, stride <= filter, no 1x1 filter with stride > 1."""
+    sw, sh = int(opt(op, "stride_w")), int(opt(op, "stride_h"))
+    fw, fh = int(opt(op, "filter_width")), int(opt(op, "filter_height"))
+    if min(sw, sh, fw, fh) <= 0:
+        return Support(False, f"invalid pooling parameters (stride {sh}x{sw}, filter {fh}x{fw})")
+    if sw > fw or sh > fh:
+        return Support(False, f"unsupported stride {sh}x{sw} exceeding filter {fh}x{fw}")
+    if fw == 1 and fh == 1 and max(sw, sh) > 1:
+        return Support(False, f"unsupported pooling with 1x1 filter and {sw}x{sh} stride")
+    return OK
+
+
+@predicate("xnn_conv_types")
+def xnn_conv_types(op: OpView) -> Support:
+    """CONV_2D: input and output types match the filter's, or f32 input with int8 filter."""
+    x, w, y = op.dtype(op.inputs[0]), op.dtype(op.inputs[1]), op.dtype(op.outputs[0])
+    latest = op.context.get("xnnpack_latest_operators", True)
+    dynamic = latest and x == DType.FLOAT32 and w == DType.INT8
+    if x != y or (x != w and not dynamic):
+        return Support(False, f"unsupported mixed types in {op.name} operator")
+    if op.name == "CONV_2D":
+        cin = op.shape(op.inputs[1])[3]
+        if cin <= 0 or op.shape(op.inputs[0])[3] // cin == 0:
+            return Support(False, "groups of zero is not supported by CONV_2D")
+    return OK
+
+
+@predicate("xnn_fully_connected")
+def xnn_fully_connected(op: OpView) -> Support:
+    """FULLY_CONNECTED: weights format, filter/bias types and staticness, mixed-type rules."""
+    if op.version == 8:
+        return Support(False, "Unsupported version 8 of FullyConnected")
+    if opt(op, "weights_format", "DEFAULT") != "DEFAULT":
+        return Support(False, "unsupported non-default weights format")
+    dyn_fc = bool(op.context.get("xnnpack_dynamic_fully_connected", False))
+    x, w, y = op.inputs[0], op.inputs[1], op.outputs[0]
+    err = check_type_class(op, x, "F32_OR_Q8")
+    if err:
+        return Support(False, err)
+    s = xnn_shape(op, {"slot": "in1", "min": 2, "max": 2})
+    if not s.ok:
+        return s
+    if not (dyn_fc and op.dtype(w) == DType.FLOAT32):
+        err = check_type_class(op, w, "F32_OR_F16_OR_QC4_OR_QC8@0")
+        if err:
+            return Support(False, err)
+        if not op.is_static(w):
+            return Support(False, f"invalid allocation type in tensor #{w}: expected static")
+    oc, ic = op.shape(w)
+    if len(op.inputs) >= 3 and op.inputs[2] >= 0:
+        b = op.inputs[2]
+        if not (dyn_fc and op.dtype(b) == DType.FLOAT32):
+            n = int(np.prod(op.shape(b), dtype=np.int64))
+            if n != oc:
+                return Support(False, f"mismatch between {n} bias elements and {oc} channels")
+            err = check_type_class(op, b, "F32_OR_F16_OR_QC32")
+            if err:
+                return Support(False, err)
+            if not op.is_static(b):
+                return Support(False, f"invalid allocation type in tensor #{b}: expected static")
+    err = check_type_class(op, y, "F32_OR_Q8")
+    if err:
+        return Support(False, err)
+    xt, wt, yt = op.dtype(x), op.dtype(w), op.dtype(y)
+    latest = op.context.get("xnnpack_latest_operators", True)
+    dynamic = latest and xt == DType.FLOAT32 and wt in (DType.INT4, DType.INT8)
+    srq = xt == DType.INT8 and wt in (DType.INT4, DType.INT8)
+    if xt != yt or (xt != wt and not (dynamic or srq)):
+        return Support(False, "unsupported mixed types in FULLY_CONNECTED operator")
+    if wt == DType.INT4 and ic % 2 == 1:
+        return Support(False, f"unsupported odd number of input channels ({ic})")
+    return OK

@@ -1,10 +1,10 @@
-"""The named constraint predicates that delegate YAML files refer to (generic ones).
+"""The generic constraint predicates, available to every delegate file.
 
 Each predicate checks one rule a delegate applies to an op and returns :data:`OK` or a
 :class:`Support` with the reason. Reasons follow the delegates' own log wording where there is one
-(e.g. XNNPACK's ``unsupported fused activation (Tanh)``). Delegate-specific families live in
-:mod:`edgepart.devices.predicates_xnnpack` and :mod:`edgepart.devices.predicates_accel`; importing
-:func:`~edgepart.devices.capability.get_predicate` loads all of them.
+(e.g. XNNPACK's ``unsupported fused activation (Tanh)``). A delegate's own predicates live in the
+module of this package named after it (``xnnpack.py``, ``gpu.py``, ``nnapi.py``), which
+:mod:`edgepart.devices.capability` imports when a delegate of that name is loaded.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.devices.capability import OK, OpView, Support, predicate
+from edgepart.ir.dtypes import DType
 
 __all__ = ["ACTIVATIONS", "opt", "slot_tensors"]
 
@@ -296,3 +297,17 @@ def output_hw_le(op: OpView, n: int) -> Support:
 def never(op: OpView, reason: str) -> Support:
     """Always refuses, with the given reason (ops a delegate parses but never accepts)."""
     return Support(False, reason)
+
+
+@predicate("quantized_activations")
+def quantized_activations(op: OpView) -> Support:
+    """Every non-constant tensor is 8-bit with quantization parameters."""
+    for t in list(op.inputs) + list(op.outputs):
+        if t < 0 or op.sg.tensor_is_constant[t]:
+            continue
+        if op.dtype(t) not in (DType.INT8, DType.UINT8):
+            return Support(False, f"tensor {t} is {op.dtype(t).name}; only 8-bit quantized tensors")
+        q = op.tensor(t).quantization
+        if q is None or len(q.scale) == 0:
+            return Support(False, f"tensor {t} has no quantization parameters")
+    return OK

@@ -1,4 +1,4 @@
-"""Predicates of the accelerator delegates: GPU (V2 and ML Drift), NNAPI, Hexagon, Edge TPU.
+"""Predicates of the GPU delegates (V2 and the ML Drift accelerator), found by the name ``gpu``.
 
 ``gpu_check`` mirrors ``CheckGpuDelegateCompatibility`` (``tflite/tools/versioning/
 gpu_compatibility.cc``), which the GPU parsers' ``IsSupported`` call; the context key
@@ -8,7 +8,7 @@ gpu_compatibility.cc``), which the GPU parsers' ``IsSupported`` call; the contex
 from __future__ import annotations
 
 from edgepart.devices.capability import OK, OpView, Support, predicate
-from edgepart.devices.predicates import opt
+from edgepart.devices.predicates.common import opt
 from edgepart.ir.dtypes import DType
 
 __all__: list[str] = []
@@ -330,30 +330,4 @@ def gpu_logical_types(op: OpView) -> Support:
                 return Support(False, "OP is supported, but tensor type/shape isn't compatible.")
             if not op.sg.tensor_is_constant[t] and op.dtype(t) not in allowed:
                 return Support(False, "OP is supported, but tensor type/shape isn't compatible.")
-    return OK
-
-
-@predicate("nnapi_signed_int8")
-def nnapi_signed_int8(op: OpView) -> Support:
-    """Signed int8 activations need NNAPI 1.3 (Android API 30)."""
-    level = op.context.get("android_api_level")
-    if level is None or int(level) >= 30:
-        return OK
-    for t in list(op.inputs) + list(op.outputs):
-        if t >= 0 and not op.sg.tensor_is_constant[t] and op.dtype(t) == DType.INT8:
-            return Support(False, "signed int8 tensors need NNAPI 1.3 (Android API 30)")
-    return OK
-
-
-@predicate("quantized_activations")
-def quantized_activations(op: OpView) -> Support:
-    """Every non-constant tensor is 8-bit with quantization parameters."""
-    for t in list(op.inputs) + list(op.outputs):
-        if t < 0 or op.sg.tensor_is_constant[t]:
-            continue
-        if op.dtype(t) not in (DType.INT8, DType.UINT8):
-            return Support(False, f"tensor {t} is {op.dtype(t).name}; only 8-bit quantized tensors")
-        q = op.tensor(t).quantization
-        if q is None or len(q.scale) == 0:
-            return Support(False, f"tensor {t} has no quantization parameters")
     return OK
