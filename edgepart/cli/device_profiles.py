@@ -7,6 +7,10 @@ import json
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+import edgepart
+
+__all__ = ["register"]
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -29,23 +33,16 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgepart.devices.delegate import delegate_names, load_delegate
-    from edgepart.devices.profile import load_profile, profile_names
-
     action = args.action or "list"
     if action == "list":
-        profiles = [load_profile(n) for n in profile_names()]
-        delegates = [load_delegate(n) for n in delegate_names()]
+        profiles = [edgepart.load_device(n) for n in edgepart.device_names()]
+        delegates = [edgepart.load_delegate(n) for n in edgepart.delegate_names()]
         if getattr(args, "json", False):
-            print(
-                json.dumps(
-                    {
-                        "profiles": [p.name for p in profiles],
-                        "delegates": [d.name for d in delegates],
-                    },
-                    indent=2,
-                )
-            )
+            names = {
+                "profiles": [p.name for p in profiles],
+                "delegates": [d.name for d in delegates],
+            }
+            print(json.dumps(names, indent=2))
             return 0
         print("Device profiles:")
         for p in profiles:
@@ -57,35 +54,16 @@ def run(args: argparse.Namespace) -> int:
             cap = pol.max_delegated_partitions or "no cap"
             print(f"  {d.name:<12} {d.title}: {len(d.ops)} ops, {pol.method}, partitions {cap}")
         return 0
-    if action == "show":
-        prof = load_profile(args.profile)
+    if action in ("show", "delegate"):
+        show = action == "show"
+        obj = edgepart.load_device(args.profile) if show else edgepart.load_delegate(args.delegate)
         if args.json:
-            print(json.dumps(_jsonable(prof), indent=2, sort_keys=True))
-            return 0
-        print(_format_profile(prof))
-        return 0
-    if action == "delegate":
-        spec = load_delegate(args.delegate)
-        if args.json:
-            print(json.dumps(_jsonable(spec), indent=2, sort_keys=True))
-            return 0
-        print(_format_delegate(spec))
-        return 0
-    from edgepart.devices._yaml import load_yaml
-    from edgepart.errors import ProfileError
-
-    for f in args.files:
-        doc = load_yaml(f)
-        schema = doc.get("schema") if isinstance(doc, dict) else None
-        if schema == "edgepart/delegate@1":
-            load_delegate(f if f.endswith((".yaml", ".yml")) or "/" in f else f"./{f}")
-        elif schema == "edgepart/device@1":
-            load_profile(f if f.endswith((".yaml", ".yml")) or "/" in f else f"./{f}")
+            print(json.dumps(_jsonable(obj), indent=2, sort_keys=True))
         else:
-            raise ProfileError(
-                f"{f}: schema: {schema!r} is not allowed; allowed: "
-                "edgepart/device@1, edgepart/delegate@1"
-            )
+            print(_format_profile(obj) if show else _format_delegate(obj))
+        return 0
+    for f in args.files:
+        edgepart.validate_yaml(f)
         print(f"{f}: ok")
     return 0
 
