@@ -262,6 +262,10 @@ def test_plan_memory_matches_the_cli(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert tflm.is_file() and plan.arenas["sg0"].size >= plan.arenas["sg0"].lower_bound
     with pytest.raises(edgepart.UsageError, match="strategies"):
         edgepart.plan_memory(MNV2, strategies=["best"])
+    from edgepart.api.memory import STRATEGIES
+    from edgepart.cli.plan_memory import STRATEGIES as CLI_STRATEGIES
+
+    assert CLI_STRATEGIES == STRATEGIES
 
 
 # ----------------------------------------------------------------------------------- running

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+# private: devices has no public "which kind of file is this" call yet; validate_yaml reads the
+# schema key with the devices package's own YAML reader (its one-line errors) until it does
 from edgepart.devices import _yaml
 from edgepart.devices import delegate as _delegate
 from edgepart.devices import profile as _profile

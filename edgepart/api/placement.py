@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from edgepart.cost.table import LatencyTable
-from edgepart.deploy.compile import CompiledModel, ModelPlan, compile_placement, partition_model
+from edgepart.deploy.compile import CompiledModel, ModelPlan, compile_model, partition_model
 from edgepart.devices.profile import DeviceProfile
 from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
@@ -164,21 +164,16 @@ edge_cut_k, edge_cut_method
     >>> sorted(f["path"] for f in bundle.manifest["files"])
     ['arena.json', 'partitions/p0.tflite', 'plan.json', 'report.txt']
     """
-    plan = place(
+    opts = _options(method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method)
+    return compile_model(
         model,
         device,
+        method,
+        opts,
         latency_tables=latency_tables,
         table_for=table_for,
-        objective=objective,
-        method=method,
-        seed=seed,
-        effort=effort,
-        time_limit=time_limit,
-        edge_cut_k=edge_cut_k,
-        edge_cut_method=edge_cut_method,
+        arena=arena,
     )
-    source = model if isinstance(model, (str, os.PathLike)) else None
-    return compile_placement(plan, arena=arena, source_path=source)
 
 
 def place_graph(

@@ -20,10 +20,12 @@ import sys
 from pathlib import Path
 
 import edgepart
-from edgepart.api.memory import STRATEGIES
 from edgepart.errors import UsageError
 
 __all__ = ["register"]
+
+# edgepart.api.memory.STRATEGIES, spelled out so that building the parser loads no planner
+STRATEGIES = ("tflite", "portfolio", "search")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
