@@ -246,7 +246,7 @@ def _partitioned_row(problem: Any, ev: Any, budget: float) -> dict[str, Any]:
     return row
 
 
-BRANCHY = {  # the partitioner's test model (tests/partition/pmodels.py): concurrent branches
+BRANCHY = {  # the partitioner's test model (tests/deploy/pmodels.py): concurrent branches
     "branchy_2x4": {"width": 1024, "depth": 4, "branches": 2},
     "branchy_4x4": {"width": 1024, "depth": 4, "branches": 4},
     "branchy_3x6": {"width": 2048, "depth": 6, "branches": 3},
@@ -266,7 +266,7 @@ def partitioned(
         path = build_corpus.ensure(name, build_corpus.default_out_dir())
         profs = profiles + (INT8_PROFILES if "int8" in name else [])
         models.append((name, read_model(path), profs, modes))
-    sys.path.insert(0, str(ROOT / "tests" / "partition"))
+    sys.path.insert(0, str(ROOT / "tests" / "deploy"))
     from pmodels import branchy_fp32
 
     for name, kw in BRANCHY.items():
