@@ -40,12 +40,12 @@ from edgepart.bundle.format import (
 )
 from edgepart.bundle.parts import PartSource, dependency_order, extract_partition, model_tensors
 from edgepart.bundle.report_txt import format_report
+from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.errors import UsageError
 from edgepart.fileio import atomic_dir
 from edgepart.version import __version__
 
 if TYPE_CHECKING:
-    from edgepart.devices.profile import DeviceProfile
     from edgepart.ir.graph import Model
 
 __all__ = ["RESERVED_PLAN_KEYS", "PartitionSpec", "build_bundle", "save_bundle", "write_bundle"]
@@ -332,8 +332,6 @@ def _file_bytes(bundle: Bundle, path: str) -> bytes:
 def _load_profile(profile: DeviceProfile | str | None) -> DeviceProfile | None:
     if profile is None or not isinstance(profile, (str, os.PathLike)):
         return profile
-    from edgepart.devices.profile import load_profile
-
     return load_profile(profile)
 
 
