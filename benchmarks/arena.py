@@ -199,16 +199,24 @@ def _placements(model: Any, profile: str, modes: list[str]) -> dict[str, tuple[A
 
 
 def _partitioned_row(problem: Any, ev: Any, budget: float) -> dict[str, Any]:
-    from edgepart.deploy.apply import arena_partitions, placed_partitions
-    from edgepart.deploy.memory_plan import arena_buffers
+    from edgepart.bundle import build_bundle, plan_bundle_arena
+    from edgepart.deploy.apply import partition_specs, placed_partitions
     from edgepart.memory.global_plan import plan_partitioned
 
     parts = placed_partitions(problem, ev)
-    sg, aparts, host, outs = arena_partitions(problem, parts)
-    pb = arena_buffers(sg, aparts, host_domain=host, model_outputs=outs)
+    bundle = build_bundle(
+        problem.model,
+        partition_specs(problem, ev, parts),
+        subgraph=problem.subgraph,
+        profile=problem.profile,
+    )
+    sg = problem.model.subgraphs[problem.subgraph]
+    # the partitioner's buffers (what arena.json plans); each strategy is timed on them below
+    pb = plan_bundle_arena(bundle, source=sg, profile=problem.profile).buffers
+    assert pb is not None
     row: dict[str, Any] = {
         "partitions": len(parts),
-        "units": [p.unit for p in aparts],
+        "units": [p.unit for p in pb.partitions],
         "concurrent_pairs": len(pb.concurrent),
         "global_buffers": len(pb.problem),
         "memories": {},
@@ -238,7 +246,7 @@ def _partitioned_row(problem: Any, ev: Any, budget: float) -> dict[str, Any]:
     return row
 
 
-BRANCHY = {  # the partitioner's test model (tests/partition/pmodels.py): concurrent branches
+BRANCHY = {  # the partitioner's test model (tests/deploy/pmodels.py): concurrent branches
     "branchy_2x4": {"width": 1024, "depth": 4, "branches": 2},
     "branchy_4x4": {"width": 1024, "depth": 4, "branches": 4},
     "branchy_3x6": {"width": 2048, "depth": 6, "branches": 3},
@@ -258,7 +266,7 @@ def partitioned(
         path = build_corpus.ensure(name, build_corpus.default_out_dir())
         profs = profiles + (INT8_PROFILES if "int8" in name else [])
         models.append((name, read_model(path), profs, modes))
-    sys.path.insert(0, str(ROOT / "tests" / "partition"))
+    sys.path.insert(0, str(ROOT / "tests" / "deploy"))
     from pmodels import branchy_fp32
 
     for name, kw in BRANCHY.items():

@@ -1,9 +1,171 @@
-"""edgepart: partition TFLite (LiteRT) models across the processors of edge devices."""
+"""edgepart: partition TFLite (LiteRT) models across the processors of edge devices.
+
+The whole job, one call per step (each takes everything the matching CLI command takes)::
+
+    import edgepart
+
+    model = edgepart.read_model("m.tflite")
+    device = edgepart.load_device("pixel8")  # a shipped name or a YAML path
+    claims = edgepart.claims(model, device)  # per delegate: ops, partitions, refusals
+    compiled = edgepart.compile(model, device, latency_tables=["t.json"])
+    print(compiled.report())
+    compiled.save("out/")  # the bundle: partitions, plan.json, arena.json
+    interp = edgepart.PartitionedInterpreter("out/")  # LiteRT's Interpreter API
+
+Models: :func:`read_model`, :func:`inspect_model`, :func:`claims`. Devices:
+:func:`load_device`, :func:`load_delegate`, :func:`device_names`, :func:`delegate_names`,
+:func:`catalog`, :func:`validate_yaml`, the host executors :data:`EXECUTOR_NAMES`. Costs:
+:func:`roofline`, :func:`profile_host`. Placement: :func:`place`, :func:`compile`,
+:func:`place_graph`. Memory: :func:`plan_memory`, :func:`write_tflm_plan`. Bundles:
+:func:`load_bundle`, :func:`run_bundle`, :class:`PartitionedInterpreter`. Phones (adb):
+:func:`adb_devices`, :func:`bench_model`, :func:`bench_bundle`, :func:`profile_phone`. Errors:
+:class:`EdgepartError` and its subclasses. The calls live in :mod:`edgepart.api`.
+
+The API names load on first use (PEP 562 ``__getattr__``): ``import edgepart`` itself loads
+only the error classes, so the CLI starts without NumPy or LiteRT until a command needs them,
+and the layers below the API can import ``edgepart.version`` and ``edgepart.errors`` without
+importing the API above them.
+"""
 
 from __future__ import annotations
 
-from edgepart.errors import EdgepartError, ModelFormatError
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from edgepart.errors import (
+    AdbError,
+    AdbServerError,
+    ArenaOverflowError,
+    BenchmarkOutputError,
+    BundleError,
+    CommandTimeoutError,
+    CostGraphError,
+    DeviceDisconnectedError,
+    DeviceNotFoundError,
+    DeviceUnauthorizedError,
+    EdgepartError,
+    LatencyTableError,
+    ModelFormatError,
+    PassError,
+    PlacementInfeasibleError,
+    PlanError,
+    ProfileError,
+    RemoteBinaryError,
+    RemoteCommandError,
+    RuntimeBackendError,
+    UnsupportedOpError,
+    UsageError,
+)
+from edgepart.version import __version__
 
-__all__ = ["EdgepartError", "ModelFormatError", "__version__"]
+if TYPE_CHECKING:
+    from edgepart.api.costs import roofline
+    from edgepart.api.devices import (
+        catalog,
+        delegate_names,
+        device_names,
+        load_delegate,
+        load_device,
+        validate_yaml,
+    )
+    from edgepart.api.memory import plan_memory, write_tflm_plan
+    from edgepart.api.models import claims, inspect_model, read_model
+    from edgepart.api.phones import adb_devices, bench_bundle, bench_model, profile_phone
+    from edgepart.api.placement import CompiledModel, compile, place, place_graph
+    from edgepart.api.profiling import profile_host
+    from edgepart.api.running import PartitionedInterpreter, run_bundle
+    from edgepart.bundle.load import load_bundle
+    from edgepart.devices.host_executors import EXECUTOR_NAMES
+
+_LAZY = {
+    "read_model": "edgepart.api.models",
+    "inspect_model": "edgepart.api.models",
+    "claims": "edgepart.api.models",
+    "load_device": "edgepart.api.devices",
+    "catalog": "edgepart.api.devices",
+    "EXECUTOR_NAMES": "edgepart.devices.host_executors",
+    "load_delegate": "edgepart.api.devices",
+    "device_names": "edgepart.api.devices",
+    "delegate_names": "edgepart.api.devices",
+    "validate_yaml": "edgepart.api.devices",
+    "roofline": "edgepart.api.costs",
+    "profile_host": "edgepart.api.profiling",
+    "place": "edgepart.api.placement",
+    "compile": "edgepart.api.placement",
+    "place_graph": "edgepart.api.placement",
+    "CompiledModel": "edgepart.api.placement",
+    "plan_memory": "edgepart.api.memory",
+    "write_tflm_plan": "edgepart.api.memory",
+    "load_bundle": "edgepart.bundle.load",
+    "run_bundle": "edgepart.api.running",
+    "PartitionedInterpreter": "edgepart.api.running",
+    "adb_devices": "edgepart.api.phones",
+    "bench_model": "edgepart.api.phones",
+    "bench_bundle": "edgepart.api.phones",
+    "profile_phone": "edgepart.api.phones",
+}
+
+__all__ = [
+    "EXECUTOR_NAMES",
+    "AdbError",
+    "AdbServerError",
+    "ArenaOverflowError",
+    "BenchmarkOutputError",
+    "BundleError",
+    "CommandTimeoutError",
+    "CompiledModel",
+    "CostGraphError",
+    "DeviceDisconnectedError",
+    "DeviceNotFoundError",
+    "DeviceUnauthorizedError",
+    "EdgepartError",
+    "LatencyTableError",
+    "ModelFormatError",
+    "PartitionedInterpreter",
+    "PassError",
+    "PlacementInfeasibleError",
+    "PlanError",
+    "ProfileError",
+    "RemoteBinaryError",
+    "RemoteCommandError",
+    "RuntimeBackendError",
+    "UnsupportedOpError",
+    "UsageError",
+    "__version__",
+    "adb_devices",
+    "bench_bundle",
+    "bench_model",
+    "catalog",
+    "claims",
+    "compile",
+    "delegate_names",
+    "device_names",
+    "inspect_model",
+    "load_bundle",
+    "load_delegate",
+    "load_device",
+    "place",
+    "place_graph",
+    "plan_memory",
+    "profile_host",
+    "profile_phone",
+    "read_model",
+    "roofline",
+    "run_bundle",
+    "validate_yaml",
+    "write_tflm_plan",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an API name from its module on first use (see the module docstring)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'edgepart' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.errors import BundleError
+from edgepart.errors import BundleError, EdgepartError
 
 __all__ = ["canonical", "dumps", "json_path", "parse", "schema_doc", "schema_error", "validate"]
 
@@ -63,9 +63,18 @@ def schema_doc(name: str) -> Any:
 
 @functools.cache
 def _validator(name: str) -> Any:
+    """A validator for ``name`` that resolves ``$ref`` to any other edgepart schema by its
+    ``$id`` (``plan.schema.json`` extends ``bundle_plan.schema.json`` this way)."""
     import jsonschema
+    from referencing import Registry, Resource
 
-    return jsonschema.Draft202012Validator(schema_doc(name))
+    registry: Registry[Any] = Registry()
+    folder = resources.files("edgepart").joinpath("schemas")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".schema.json"):
+            doc = schema_doc(entry.name)
+            registry = registry.with_resource(doc["$id"], Resource.from_contents(doc))
+    return jsonschema.Draft202012Validator(schema_doc(name), registry=registry)
 
 
 def json_path(path: Sequence[Any]) -> str:
@@ -94,8 +103,11 @@ def schema_error(validator: Any, doc: Any, schema: str, where: str) -> str | Non
     return f"{where}: {json_path(err.absolute_path)}: {msg} (schema {schema})"
 
 
-def validate(doc: Any, schema: str, where: str) -> None:
-    """Validate ``doc`` against ``edgepart/schemas/<schema>``; raise the most relevant error."""
+def validate(
+    doc: Any, schema: str, where: str, *, error: type[EdgepartError] = BundleError
+) -> None:
+    """Validate ``doc`` against ``edgepart/schemas/<schema>``; raise the most relevant error
+    as ``error`` (one line with the JSON path)."""
     msg = schema_error(_validator(schema), doc, schema, where)
     if msg is not None:
-        raise BundleError(msg)
+        raise error(msg)

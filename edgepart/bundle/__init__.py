@@ -1,13 +1,15 @@
 """Deployable bundles: a directory with a plan, one ``.tflite`` per partition, an optional arena
 plan, a report and a manifest with checksums (format reference: ``docs/bundle.md``).
 
-Write one with :func:`write_bundle` (the partitioner's apply step), read one with
-:func:`load_bundle` (verifies schemas and checksums), run one with
-:class:`edgepart.runtime.PartitionedInterpreter`.
+Build one in memory with :func:`build_bundle` and write it with :func:`save_bundle` (or both at
+once with :func:`write_bundle`), read one with :func:`load_bundle` (verifies schemas and
+checksums), run one with :class:`edgepart.runtime.PartitionedInterpreter`. Arenas across
+partitions are planned by :func:`plan_bundle_arena`, the one entry point for them.
 """
 
 from __future__ import annotations
 
+from edgepart.bundle.arena_plan import HOST_MEMORY, BundleArena, plan_bundle_arena
 from edgepart.bundle.format import (
     ARENA_FORMAT,
     BUNDLE_FORMAT,
@@ -27,8 +29,13 @@ from edgepart.bundle.format import (
 )
 from edgepart.bundle.load import load_bundle
 from edgepart.bundle.plan_graph import PlanGraph
-from edgepart.bundle.staging_arena import HOST_MEMORY, plan_boundary_arena
-from edgepart.bundle.write import RESERVED_PLAN_KEYS, PartitionSpec, build_bundle, write_bundle
+from edgepart.bundle.write import (
+    RESERVED_PLAN_KEYS,
+    PartitionSpec,
+    build_bundle,
+    save_bundle,
+    write_bundle,
+)
 
 __all__ = [
     "ARENA_FORMAT",
@@ -41,6 +48,7 @@ __all__ = [
     "Arena",
     "ArenaBuffer",
     "Bundle",
+    "BundleArena",
     "ExecutorSpec",
     "ModelTensor",
     "PartitionEntry",
@@ -51,7 +59,8 @@ __all__ = [
     "arena_from_doc",
     "build_bundle",
     "load_bundle",
-    "plan_boundary_arena",
+    "plan_bundle_arena",
     "plan_from_doc",
+    "save_bundle",
     "write_bundle",
 ]

@@ -231,9 +231,22 @@ class Bundle:
 
 
 def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
-    """Validate a plan document (schema, then cross-references) and return its typed view."""
+    """Validate a plan document and return its typed view: the one ``plan.json`` validator.
+
+    The bundle's keys are checked against ``bundle_plan.schema.json``; a plan that carries the
+    partitioner's keys (``partitioner`` and the rest, written by ``edgepart partition``) is
+    checked against ``plan.schema.json`` too; then the cross-references (op coverage,
+    producers, dependencies, tensor types).
+
+    Raises
+    ------
+    BundleError
+        One line naming ``where`` and the JSON path or the partition that is wrong.
+    """
     check_format(doc, PLAN_FORMAT, where)
     _json.validate(doc, "bundle_plan.schema.json", where)
+    if "partitioner" in doc:
+        _json.validate(doc, "plan.schema.json", where)
     known = RESERVED_PLAN_KEYS | {"predicted"}
     src = doc["source"]
     plan = Plan(

@@ -28,12 +28,31 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     checked are the bytes used (no second read). The plan and arena are validated against
     their schemas and cross-checked.
 
+    Parameters
+    ----------
+    path
+        The bundle directory (or its ``manifest.json``).
+
+    Returns
+    -------
+    Bundle
+        The verified manifest, plan, partition bytes, arena (if any) and report.
+
     Raises
     ------
     BundleError
         One line naming the file and the problem: missing directory or manifest, unknown
         format or version, schema violation (with its JSON path), missing, truncated or
         corrupted file, or an inconsistent plan or arena.
+
+    Examples
+    --------
+    >>> import tempfile, edgepart
+    >>> out = tempfile.mkdtemp() + "/mnv2"
+    >>> _ = edgepart.compile("examples/models/mobilenet_v2.tflite", "pixel8").save(out)
+    >>> bundle = edgepart.load_bundle(out)
+    >>> bundle.plan.device_profile, [p.file for p in bundle.plan.partitions]
+    ('pixel8', ['partitions/p0.tflite'])
     """
     root = Path(path)
     if root.name == "manifest.json" and root.is_file():

@@ -1,13 +1,17 @@
-"""Write a bundle from a model and a list of partition specs (the partitioner's apply step).
+"""Build a bundle from a model and a list of partition specs, and write it: the one writer of
+``manifest.json``, ``plan.json``, ``arena.json`` and ``report.txt``.
 
 >>> from edgepart.bundle import PartitionSpec, write_bundle          # doctest: +SKIP
 >>> write_bundle("out/", "model.tflite", [PartitionSpec(range(0, 30)),
 ...                                       PartitionSpec(range(30, 65), unit=1)])  # doctest: +SKIP
 
-Each spec's ops are extracted as a standalone ``.tflite`` (:func:`edgepart.ir.extract.extract`,
-which refuses non-convex sets and cuts through state); partitions are ordered by dependency;
-the plan, report, optional arena and a manifest with checksums are written into a temporary
-directory that replaces ``out_dir`` only when complete.
+:func:`build_bundle` makes the bundle in memory, every document validated as the loader would
+(``plan.json`` by :func:`~edgepart.bundle.format.plan_from_doc`, the partitioner's keys
+included); :func:`save_bundle` writes one; :func:`write_bundle` does both. Each spec's ops are
+extracted as a standalone ``.tflite`` (:func:`edgepart.ir.extract.extract`, which refuses
+non-convex sets and cuts through state); partitions are ordered by dependency; the plan, report,
+optional arena and a manifest with checksums are written into a temporary directory that
+replaces ``out_dir`` only when complete.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgepart import __version__
 from edgepart import jsondoc as _json
+from edgepart.bundle.arena_plan import plan_bundle_arena
 from edgepart.bundle.format import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
@@ -32,18 +36,19 @@ from edgepart.bundle.format import (
     PartitionEntry,
     Plan,
     arena_from_doc,
+    plan_from_doc,
 )
 from edgepart.bundle.parts import PartSource, dependency_order, extract_partition, model_tensors
 from edgepart.bundle.report_txt import format_report
-from edgepart.bundle.staging_arena import plan_boundary_arena
+from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.errors import UsageError
 from edgepart.fileio import atomic_dir
+from edgepart.version import __version__
 
 if TYPE_CHECKING:
-    from edgepart.devices.profile import DeviceProfile
     from edgepart.ir.graph import Model
 
-__all__ = ["RESERVED_PLAN_KEYS", "PartitionSpec", "build_bundle", "write_bundle"]
+__all__ = ["RESERVED_PLAN_KEYS", "PartitionSpec", "build_bundle", "save_bundle", "write_bundle"]
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -133,15 +138,19 @@ def build_bundle(
         predicted=predicted,
         extra=extra,
     )
-    from edgepart.bundle.format import plan_from_doc
-
     plan_doc = plan.to_doc()
     plan = plan_from_doc(plan_doc, "plan.json (being written)")  # the loader's own checks
     arena_doc: Mapping[str, Any] | None = None
     if arena == "boundary":
-        arena_doc = plan_boundary_arena(plan)
+        arena_doc = plan_bundle_arena(plan, scope="boundary").document
+    elif arena == "global":
+        arena_doc = plan_bundle_arena(
+            plan, scope="global", source=src.model.subgraphs[subgraph], profile=prof
+        ).document
     elif isinstance(arena, str):
-        raise UsageError(f"arena={arena!r} is not known; give an arena document or 'boundary'")
+        raise UsageError(
+            f"arena={arena!r} is not known; give an arena document, 'global' or 'boundary'"
+        )
     elif arena is not None:
         arena_doc = arena
     arena_obj = None
@@ -222,8 +231,11 @@ def write_bundle(
         ``period_s`` / ``baseline_latency_s``, ``transfers``, ``memory``, ``baseline``, ...).
         Keys the bundle owns (:data:`RESERVED_PLAN_KEYS`) are refused.
     arena
-        ``None`` (no ``arena.json``), ``"boundary"`` (plan the boundary buffers now with
-        :mod:`edgepart.memory`) or an arena document (format ``edgepart-bundle-arena``).
+        ``None`` (no ``arena.json``), ``"global"`` (plan every partition's tensors and the
+        boundary buffers, one arena per memory domain of ``profile``), ``"boundary"`` (plan
+        only the staged boundary buffers, in one host arena) or an arena document (format
+        ``edgepart-bundle-arena``). Planned by
+        :func:`~edgepart.bundle.arena_plan.plan_bundle_arena`.
     source_path
         The file ``model`` was read from, when giving a :class:`Model` (recorded with its
         sha256 so ``edgepart run --verify`` can find it); default: ``model.source``.
@@ -246,6 +258,39 @@ def write_bundle(
         arena=arena,
         source_path=source_path,
     )
+    return save_bundle(bundle, out_dir)
+
+
+def save_bundle(
+    bundle: Bundle,
+    out_dir: str | os.PathLike[str],
+    *,
+    extra_files: Mapping[str, bytes] | None = None,
+) -> Bundle:
+    """Write a bundle (from :func:`build_bundle`) to the directory ``out_dir``; return it with
+    its path.
+
+    Parameters
+    ----------
+    bundle
+        The bundle; its manifest lists every file written except ``extra_files``.
+    out_dir
+        Built in a temporary sibling and renamed into place only when complete; an existing
+        bundle there is replaced, any other existing non-empty directory is refused.
+    extra_files
+        Files written beside the bundle's own but not listed in its manifest (names relative to
+        ``out_dir``; e.g. the partitioner's ``partition_report.txt``).
+
+    Raises
+    ------
+    UsageError
+        ``out_dir`` exists and is not a bundle, or an extra file would replace a bundle file.
+    """
+    extra = dict(extra_files or {})
+    listed = {e["path"] for e in bundle.manifest["files"]} | {"manifest.json"}
+    clash = sorted(listed & set(extra))
+    if clash:
+        raise UsageError(f"extra file {clash[0]!r} would replace a file of the bundle")
     out = Path(out_dir)
     if out.exists() and (
         not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file())
@@ -260,6 +305,8 @@ def write_bundle(
             data = _file_bytes(bundle, entry["path"])
             (tmp / entry["path"]).write_bytes(data)
         (tmp / "manifest.json").write_bytes(_json.dumps(bundle.manifest))
+        for name, data in sorted(extra.items()):
+            (tmp / name).write_bytes(data)
     return Bundle(
         path=out,
         manifest=bundle.manifest,
@@ -285,8 +332,6 @@ def _file_bytes(bundle: Bundle, path: str) -> bytes:
 def _load_profile(profile: DeviceProfile | str | None) -> DeviceProfile | None:
     if profile is None or not isinstance(profile, (str, os.PathLike)):
         return profile
-    from edgepart.devices.profile import load_profile
-
     return load_profile(profile)
 
 

@@ -7,6 +7,10 @@ import json
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+import edgepart
+
+__all__ = ["register"]
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -29,63 +33,43 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgepart.devices.delegate import delegate_names, load_delegate
-    from edgepart.devices.profile import load_profile, profile_names
-
     action = args.action or "list"
     if action == "list":
-        profiles = [load_profile(n) for n in profile_names()]
-        delegates = [load_delegate(n) for n in delegate_names()]
+        profiles = [edgepart.load_device(n) for n in edgepart.device_names()]
+        delegates = [edgepart.load_delegate(n) for n in edgepart.delegate_names()]
         if getattr(args, "json", False):
-            print(
-                json.dumps(
-                    {
-                        "profiles": [p.name for p in profiles],
-                        "delegates": [d.name for d in delegates],
-                    },
-                    indent=2,
-                )
-            )
+            names = {
+                "profiles": [p.name for p in profiles],
+                "delegates": [d.name for d in delegates],
+            }
+            print(json.dumps(names, indent=2))
             return 0
+        where = {
+            kind: {e.name: _origin(e) for e in edgepart.catalog(kind)}
+            for kind in ("device_profiles", "delegates")
+        }
         print("Device profiles:")
         for p in profiles:
             procs = ", ".join(f"{x.name} ({x.kind}, {x.delegate})" for x in p.processors)
-            print(f"  {p.name:<18} {p.title}: {procs}")
+            print(f"  {p.name:<18} {p.title}: {procs}{where['device_profiles'].get(p.name, '')}")
         print("Delegates:")
         for d in delegates:
             pol = d.policy
             cap = pol.max_delegated_partitions or "no cap"
-            print(f"  {d.name:<12} {d.title}: {len(d.ops)} ops, {pol.method}, partitions {cap}")
+            origin = where["delegates"].get(d.name, "")
+            summary = f"{len(d.ops)} ops, {pol.method}, partitions {cap}"
+            print(f"  {d.name:<12} {d.title}: {summary}{origin}")
         return 0
-    if action == "show":
-        prof = load_profile(args.profile)
+    if action in ("show", "delegate"):
+        show = action == "show"
+        obj = edgepart.load_device(args.profile) if show else edgepart.load_delegate(args.delegate)
         if args.json:
-            print(json.dumps(_jsonable(prof), indent=2, sort_keys=True))
-            return 0
-        print(_format_profile(prof))
-        return 0
-    if action == "delegate":
-        spec = load_delegate(args.delegate)
-        if args.json:
-            print(json.dumps(_jsonable(spec), indent=2, sort_keys=True))
-            return 0
-        print(_format_delegate(spec))
-        return 0
-    from edgepart.devices._yaml import load_yaml
-    from edgepart.errors import ProfileError
-
-    for f in args.files:
-        doc = load_yaml(f)
-        schema = doc.get("schema") if isinstance(doc, dict) else None
-        if schema == "edgepart/delegate@1":
-            load_delegate(f if f.endswith((".yaml", ".yml")) or "/" in f else f"./{f}")
-        elif schema == "edgepart/device@1":
-            load_profile(f if f.endswith((".yaml", ".yml")) or "/" in f else f"./{f}")
+            print(json.dumps(_jsonable(obj), indent=2, sort_keys=True))
         else:
-            raise ProfileError(
-                f"{f}: schema: {schema!r} is not allowed; allowed: "
-                "edgepart/device@1, edgepart/delegate@1"
-            )
+            print(_format_profile(obj) if show else _format_delegate(obj))
+        return 0
+    for f in args.files:
+        edgepart.validate_yaml(f)
         print(f"{f}: ok")
     return 0
 
@@ -169,3 +153,11 @@ def _format_delegate(d: Any) -> str:
         bits += [c.label for c in rule.constraints]
         lines.append(f"    {name}" + (f": {'; '.join(bits)}" if bits else ""))
     return "\n".join(lines)
+
+
+def _origin(entry: Any) -> str:
+    """`` [from ORIGIN: PATH; hides FILES]`` for a name that is not from the shipped files."""
+    if entry.shipped:
+        return ""
+    hides = f"; hides {', '.join(str(p) for p in entry.shadows)}" if entry.shadows else ""
+    return f"  [from {entry.origin}: {entry.path}{hides}]"

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+import edgepart
+
 __all__ = ["register"]
 
 _HINTS = {
@@ -34,23 +36,17 @@ def register(subparsers: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from edgepart.android.adb import list_devices
-    from edgepart.android.server import AdbServer
-
-    server = AdbServer.parse(args.adb_server) if args.adb_server else AdbServer.from_env()
-    if args.start_server and not server.is_running():
-        server.start()
-    devices = list_devices(server)
-    if args.serial:
-        devices = [d for d in devices if d.serial == args.serial]
+    found = edgepart.adb_devices(
+        adb_server=args.adb_server, start_server=args.start_server, serial=args.serial
+    )
+    devices = found.devices
     if args.json:
-        payload = {"adb_server": server.spec, "devices": [d.to_dict() for d in devices]}
-        print(json.dumps(payload, indent=2, sort_keys=True))
+        print(json.dumps(found.to_dict(), indent=2, sort_keys=True))
         return 0
     if not devices:
         what = f"device {args.serial} is" if args.serial else "no Android device is"
         print(
-            f"{what} attached to the adb server at {server.spec}: connect a phone with USB "
+            f"{what} attached to the adb server at {found.server}: connect a phone with USB "
             "debugging on (or `adb connect HOST:PORT`), then run this again",
             file=sys.stderr,
         )

@@ -6,6 +6,10 @@ import argparse
 import json
 from typing import Any
 
+import edgepart
+
+__all__ = ["register"]
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -28,37 +32,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgepart.ir.summary import describe_ops, format_summary, summarize
-    from edgepart.tflite.reader import read_model
-
-    model = read_model(args.model)
-    result: dict[str, Any] = {"model": summarize(model)}
-    if args.ops:
-        result["ops"] = describe_ops(model)
-    claims = None
-    if args.profile or args.delegate:
-        from edgepart.claim.explain import claim_report, format_claim_report
-
-        claims = claim_report(model, profile=args.profile, delegates=args.delegate)
-        result["claims"] = claims
+    info = edgepart.inspect_model(
+        args.model, ops=args.ops, device=args.profile or None, delegates=args.delegate
+    )
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True, default=str))
-        return 0
-    print(format_summary(result["model"]))
-    if args.ops:
-        print()
-        for row in result["ops"]:
-            ins = ", ".join(_brief(t) for t in row["inputs"])
-            outs = ", ".join(_brief(t) for t in row["outputs"])
-            print(f"[{row['subgraph']}:{row['op']:>4}] {row['name']:<24} {ins} -> {outs}")
-    if claims is not None:
-        print()
-        print(format_claim_report(claims))
+        print(json.dumps(info.to_dict(), indent=2, sort_keys=True, default=str))
+    else:
+        print(info.report())
     return 0
-
-
-def _brief(t: dict[str, Any] | None) -> str:
-    if t is None:
-        return "-"
-    mark = "c" if t["constant"] else "t"
-    return f"{mark}{t['tensor']}:{t['dtype'].lower()}{t['shape']}"

@@ -2,20 +2,20 @@
 
 Two problem sources, one set of solvers:
 
-* ``MODEL --profile DEVICE [-o OUT/]``: the model's main subgraph becomes a cost graph (claim
-  rules, cost model, fusion pre-pass: :func:`edgepart.lowering.from_model.model_costgraph`);
-  the plan is compared with TFLite's default placement on that device, and ``-o`` writes a
-  bundle directory (plan.json, one .tflite per partition, arena.json, manifest, reports).
-* ``--graph COSTGRAPH.json [-o PLAN.json]``: a documented cost graph (``docs/costgraph.md``).
+* ``MODEL --profile DEVICE [-o OUT/]``: :func:`edgepart.place` (the decision and its report),
+  or with ``-o`` :func:`edgepart.compile` and ``save``: a bundle directory (plan.json, one
+  .tflite per partition, arena.json, manifest, reports).
+* ``--graph COSTGRAPH.json [-o PLAN.json]``: :func:`edgepart.place_graph` on a documented cost
+  graph (``docs/costgraph.md``).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
 from typing import Any
 
+import edgepart
+from edgepart.cli._args import key_values
 from edgepart.errors import UsageError
 
 __all__ = ["register"]
@@ -84,28 +84,11 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=handler)
 
 
-def _graph_problem(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """The cost graph of ``--graph`` and a description of where it came from."""
-    from edgepart.placement.costgraph import load_costgraph
-
-    if args.profile:
-        raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
-    if args.latency_table or args.table_for:
-        raise UsageError("--latency-table/--table-for go with MODEL; a cost graph has its costs")
-    g = load_costgraph(args.graph)
-    with open(args.graph, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    return g, {
-        "kind": "costgraph",
-        "name": g.name,
-        "file": os.path.basename(args.graph),
-        "sha256": digest,
-    }
-
-
-def _options(args: argparse.Namespace) -> tuple[str, Any]:
-    from edgepart.placement.solve import SolveOptions
-
+def handler(args: argparse.Namespace) -> int:
+    if args.model and args.graph:
+        raise UsageError("give either MODEL or --graph, not both")
+    if not args.model and not args.graph:
+        raise UsageError("nothing to partition: give MODEL --profile DEVICE or --graph FILE.json")
     if args.time_limit is not None and not args.exact:
         raise UsageError("--time-limit applies to --exact only")
     if args.time_limit is not None and args.time_limit <= 0:
@@ -115,91 +98,61 @@ def _options(args: argparse.Namespace) -> tuple[str, Any]:
     if args.effort <= 0:
         raise UsageError(f"--effort must be positive, got {args.effort}")
     method = "exact" if args.exact else "edge-cut" if args.edge_cut is not None else "heuristic"
-    opts = SolveOptions(
-        objective=args.objective,
-        seed=args.seed,
-        effort=args.effort,
-        time_limit=60.0 if args.time_limit is None else args.time_limit,
-        edge_cut_k=args.edge_cut or 2,
-        edge_cut_method=args.edge_cut_method,
-    )
-    return method, opts
-
-
-def handler(args: argparse.Namespace) -> int:
-    if args.model and args.graph:
-        raise UsageError("give either MODEL or --graph, not both")
-    if not args.model and not args.graph:
-        raise UsageError("nothing to partition: give MODEL --profile DEVICE or --graph FILE.json")
-    method, opts = _options(args)
+    solve = {
+        "objective": args.objective,
+        "method": method,
+        "seed": args.seed,
+        "effort": args.effort,
+        "time_limit": args.time_limit,
+        "edge_cut_k": args.edge_cut or 2,
+        "edge_cut_method": args.edge_cut_method,
+    }
     if args.model:
-        return _model(args, method, opts)
-    return _graph(args, method, opts)
+        return _model(args, solve)
+    return _graph(args, solve)
 
 
-def _graph(args: argparse.Namespace, method: str, opts: Any) -> int:
-    from edgepart.fileio import atomic_write_text
-    from edgepart.placement.plan_doc import format_report, plan_json
-    from edgepart.placement.solve import partition_costgraph
-
-    g, source = _graph_problem(args)
-    sol = partition_costgraph(g, method, opts)
+def _graph(args: argparse.Namespace, solve: dict[str, Any]) -> int:
+    if args.profile:
+        raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
+    if args.latency_table or args.table_for:
+        raise UsageError("--latency-table/--table-for go with MODEL; a cost graph has its costs")
+    placed = edgepart.place_graph(args.graph, **solve)
     if args.output:
-        atomic_write_text(args.output, plan_json(sol, source))
-    print(format_report(sol), end="")
+        placed.save(args.output)
+    print(placed.report(), end="")
     if args.output:
         print(f"plan written to {args.output}")
     return 0
 
 
-def _model(args: argparse.Namespace, method: str, opts: Any) -> int:
-    import time
-
-    from edgepart.cost.hardware import hardware_from_profile
-    from edgepart.cost.model import CostModel
-    from edgepart.cost.table import tables_from
-    from edgepart.deploy.apply import placed_partitions, write_plan_bundle
-    from edgepart.deploy.report_text import format_model_report
-    from edgepart.devices.profile import load_profile
-    from edgepart.fileio import atomic_write_text
-    from edgepart.lowering.default_placement import profile_default_baseline
-    from edgepart.lowering.from_model import model_costgraph
-    from edgepart.placement.solve import partition_costgraph
-    from edgepart.tflite.reader import read_model
-
+def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
     if not args.profile:
         raise UsageError(
             f"{args.model}: give the device with --profile DEVICE (see edgepart profiles)"
         )
     if args.no_arena and not args.output:
         raise UsageError("--no-arena applies when writing a bundle with -o OUT/")
-    t0 = time.perf_counter()
-    prof = load_profile(args.profile)
-    mapping = {}
-    for m in args.table_for:
-        proc, sep, tproc = m.partition("=")
-        if not sep or not proc or not tproc:
-            raise UsageError(f"--table-for {m!r}: expected PROC=TABLEPROC")
-        mapping[proc] = tproc
-    tables = tables_from(args.latency_table) if args.latency_table else None
-    cm = CostModel(hardware_from_profile(prof), tables, table_for=mapping)
-    model = read_model(args.model)
-    problem = model_costgraph(model, prof, cm)
-    default = profile_default_baseline(problem)
-    t1 = time.perf_counter()
-    sol = partition_costgraph(problem.graph, method, opts, reference=default.baseline)
-    t2 = time.perf_counter()
-    arena = None
+    costs = {
+        "latency_tables": args.latency_table,
+        "table_for": key_values(args.table_for, "--table-for", "PROC=TABLEPROC"),
+    }
     if args.output:
-        _, parts, arena = write_plan_bundle(
-            args.output, problem, sol, default, arena=not args.no_arena, source_path=args.model
+        compiled = edgepart.compile(
+            args.model, args.profile, arena=not args.no_arena, **costs, **solve
         )
+        compiled.save(args.output)
+        placement, report = compiled.placement, compiled.report()
     else:
-        parts = placed_partitions(problem, sol.evaluation)
-    report = format_model_report(problem, sol, parts, default, arena)
+        placement = edgepart.place(args.model, args.profile, **costs, **solve)
+        report = placement.report()
     print(report, end="")
-    print(f"time: model to cost graph {t1 - t0:.2f} s, {method} {t2 - t1:.2f} s")
+    secs = placement.seconds
+    print(
+        f"time: model to cost graph {secs['lowering']:.2f} s, {solve['method']} "
+        f"{secs['solve']:.2f} s"
+    )
     if args.output:
-        atomic_write_text(os.path.join(args.output, "partition_report.txt"), report)
-        print(f"bundle written to {args.output}" + ("" if arena else " (no arena.json)"))
+        arena = "" if compiled.arena is not None else " (no arena.json)"
+        print(f"bundle written to {args.output}{arena}")
     return 0

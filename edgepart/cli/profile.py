@@ -1,16 +1,21 @@
-"""``edgepart profile MODEL``: measure every op of a model on this host and write a latency table.
+"""``edgepart profile MODEL``: measure every op of a model and write a latency table.
 
-The handler is split by target so other targets slot in beside the host one: ``_host`` runs the
-LiteRT profiler here; ``--adb`` runs ``benchmark_model`` on Android phones
-(:func:`edgepart.cli.bench.profile_adb`, options shared with ``edgepart bench``) and produces the
-same :class:`~edgepart.cost.table.LatencyTable` format.
+On this host by default (:func:`edgepart.profile_host`, the LiteRT interpreter); with ``--adb``
+on Android phones (:func:`edgepart.profile_phone`, ``benchmark_model``; options shared with
+``edgepart bench``). Both write the same latency-table format.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
+
+import edgepart
+from edgepart.cli._args import adb_options, add_adb_arguments
+from edgepart.cli._phone_text import finish, print_profile
+from edgepart.errors import UsageError
 
 __all__ = ["register"]
 
@@ -28,7 +33,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument(
         "--executor",
-        choices=("xnnpack", "builtin", "reference"),
+        choices=edgepart.EXECUTOR_NAMES,
         default="xnnpack",
         help="xnnpack = LiteRT default (XNNPACK delegate); builtin = builtin kernels "
         "without default delegates; reference = reference kernels",
@@ -65,54 +70,54 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="print the N slowest units (default 15; 0 = none)",
     )
-    from edgepart.cli.bench import add_adb_arguments
-
     add_adb_arguments(p, profile=True)  # the --adb branch: benchmark_model on phones
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
-    from edgepart.errors import UsageError
-
     if args.threads < 1:
         raise UsageError(f"--threads {args.threads}: need at least 1")
     if args.budget <= 0:
         raise UsageError(f"--budget {args.budget}: need a positive number of seconds")
     if args.adb:
-        from edgepart.cli.bench import profile_adb
-
-        return profile_adb(args)
-    return _host(args)
-
-
-def _host(args: argparse.Namespace) -> int:
-    from edgepart.profiling.host import ProfileConfig, profile_model
-    from edgepart.profiling.timing import TimingConfig
-    from edgepart.tflite.reader import read_model
-
-    model = read_model(args.model)
-    with open(args.model, "rb") as f:
-        content = f.read()
-    cfg = ProfileConfig(
-        executor=args.executor,
-        threads=args.threads,
-        timing=TimingConfig(budget_s=args.budget),
-        processor=args.processor,
-        statistic=args.statistic,
-        fusion=not args.no_fusion,
-    )
+        return _adb(args)
     bar = None if args.no_progress else _Bar()
     try:
-        res = profile_model(
-            model, cfg, model_bytes=content, name=args.model, progress=bar.update if bar else None
+        res = edgepart.profile_host(
+            args.model,
+            executor=args.executor,
+            threads=args.threads,
+            budget=args.budget,
+            processor=args.processor,
+            statistic=args.statistic,
+            fusion=not args.no_fusion,
+            output=args.output,
+            progress=bar.update if bar else None,
         )
     finally:
         if bar:
             bar.close()
-    if args.output:
-        res.table.save(args.output)
     _report(res, args)
     return 0
+
+
+def _adb(args: argparse.Namespace) -> int:
+    """The ``--adb`` branch: per-op profile on phones -> latency table."""
+    report, table = edgepart.profile_phone(
+        args.model,
+        delegates=args.delegate or ["xnnpack"],
+        threads=args.threads,
+        op_output=args.op_output,
+        statistic=args.statistic,
+        processor=args.processor,
+        output=args.output,
+        **adb_options(args),
+    )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1, sort_keys=True))
+    else:
+        print_profile(report, table)
+    return finish(report)
 
 
 def _report(res: Any, args: argparse.Namespace) -> None:
@@ -157,7 +162,7 @@ class _Bar:
         self._tqdm: Any = None
         self._total = 0
         try:
-            import tqdm  # type: ignore[import-untyped]
+            import tqdm  # type: ignore[import-untyped]  # optional: a nicer bar when installed
 
             self._mod = tqdm
         except ImportError:

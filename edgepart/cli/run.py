@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import warnings
 from typing import Any
+
+import edgepart
+from edgepart.cli._args import key_values
+from edgepart.errors import UsageError
+from edgepart.fileio import atomic_write_text
+
+__all__ = ["register"]
 
 
 def register(sub: Any) -> None:
@@ -56,15 +62,15 @@ def register(sub: Any) -> None:
     p.add_argument("--warmup", type=int, default=10, help="untimed warm-up runs (default 10)")
     p.add_argument(
         "--executor",
-        choices=("xnnpack", "builtin", "reference"),
+        choices=edgepart.EXECUTOR_NAMES,
         help="run every partition on this host kernel set",
     )
     p.add_argument(
-        "--delegate",
+        "--delegate-library",
         action="append",
         default=[],
-        metavar="NAME=LIBRARY",
-        help="external delegate library for a delegate name (e.g. gpu=/path/x.so)",
+        metavar="NAME=PATH",
+        help="external delegate library for a plan delegate (e.g. gpu=/path/x.so); repeatable",
     )
     p.add_argument(
         "--no-fallback",
@@ -78,88 +84,67 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgepart.errors import UsageError
-    from edgepart.fileio import atomic_write, atomic_write_text
-    from edgepart.runtime import PartitionedInterpreter
-    from edgepart.runtime import verification as rc
-
-    libs = {}
-    for spec in args.delegate:
-        name, sep, lib = spec.partition("=")
-        if not sep or not name or not lib:
-            raise UsageError(f"--delegate {spec!r}: expected NAME=LIBRARY")
-        libs[name] = lib
+    libs = key_values(args.delegate_library, "--delegate-library", "NAME=PATH")
     if args.stream and not args.benchmark:
         raise UsageError("--stream needs --benchmark")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        interp = PartitionedInterpreter(
-            args.bundle,
-            num_threads=args.threads,
-            executor=args.executor,
-            delegate_libraries=libs,
-            fallback=None if args.no_fallback else "xnnpack",
-            parallel=not args.serial,
-        )
-    for w in caught:
-        print(f"edgepart: warning: {w.message}", file=sys.stderr)
-    report: dict[str, Any] = {
-        "bundle": str(args.bundle),
-        "partitions": [c.to_dict() for c in interp.executors],
-    }
-    plan = interp.plan
+        try:
+            result = edgepart.run_bundle(
+                args.bundle,
+                args.input,
+                random=args.random,
+                seed=args.seed,
+                executor=args.executor,
+                delegate_libraries=libs,
+                fallback=not args.no_fallback,
+                threads=args.threads,
+                parallel=not args.serial,
+                verify=args.verify,
+                model=args.model,
+                benchmark=args.benchmark,
+                stream=args.stream,
+                repeat=args.repeat,
+                warmup=args.warmup,
+            )
+        finally:
+            for w in caught:
+                print(f"edgepart: warning: {w.message}", file=sys.stderr)
+    plan = result.plan
     print(
         f"bundle {args.bundle}: {plan.source_name}, {len(plan.partitions)} partitions, "
         f"profile {plan.device_profile or '-'}, "
-        f"{'concurrent' if interp.parallel else 'serial'} dispatch"
+        f"{'concurrent' if result.parallel else 'serial'} dispatch"
     )
-    for p, c in zip(plan.partitions, interp.executors, strict=True):
+    for p, c in zip(plan.partitions, result.executors, strict=True):
         flag = "  [FALLBACK]" if c.fallback else ""
         print(f"  {p.id:<8} {p.unit_name:<10} {p.delegate:<12} executed on {c.executed_on}{flag}")
-    interp.allocate_tensors()
-    inputs = rc.resolve_inputs(interp, args.input, random=args.random, seed=args.seed)
-    outputs = rc.run_once(interp, inputs)
-    for t, y in zip(plan.outputs, outputs, strict=True):
+    for t, y in zip(plan.outputs, result.outputs, strict=True):
         print(
             f"output {t.name}: {y.dtype}{list(y.shape)} min {_stat(y, 'min')} max {_stat(y, 'max')}"
         )
     if args.output:
-        from pathlib import Path
-
-        out = Path(args.output)
-        for t, y in zip(plan.outputs, outputs, strict=True):
-            atomic_write(out / f"{_safe(t.name)}.npy", _npy(y))
-        given = {s.partition("=")[0] for s in args.input}
-        for t, x in zip(plan.inputs, inputs, strict=True):
-            if not given & {t.name, t.tensor_name, str(t.tensor)}:
-                atomic_write(out / f"input.{_safe(t.name)}.npy", _npy(x))
-        print(f"wrote {len(outputs)} output(s) to {out}")
+        result.save_outputs(args.output)
+        print(f"wrote {len(result.outputs)} output(s) to {args.output}")
     status = 0
-    if args.verify:
-        src = rc.open_source_model(interp, args.model)
-        diffs = rc.verify_outputs(interp, inputs, outputs, src, executor=args.executor)
-        report["verify"] = [d.__dict__ for d in diffs]
-        for d in diffs:
+    if result.diffs is not None:
+        assert result.source is not None
+        for d in result.diffs:
             same = "bit-identical" if d.identical else "differs"
             print(
                 f"verify {d.name}: max abs diff {d.max_abs:.3g}, max rel diff "
-                f"{d.max_rel:.3g} ({same}) against {src.name}"
+                f"{d.max_rel:.3g} ({same}) against {result.source.name}"
             )
-            if args.atol is not None and d.max_abs > args.atol:
-                status = 1
-        if status:
+        worst = result.max_abs_diff()
+        if args.atol is not None and worst is not None and worst > args.atol:
+            status = 1
             print(
                 f"edgepart: verify failed: a difference exceeds --atol {args.atol}", file=sys.stderr
             )
-    if args.benchmark:
-        b = rc.benchmark_bundle(
-            interp, inputs, warmup=args.warmup, repeat=args.repeat, stream=args.stream
-        )
-        report["benchmark"] = _bench_doc(b)
-        _print_bench(b)
-    interp.close()
+    if result.benchmark is not None:
+        _print_bench(result.benchmark)
     if args.json:
-        atomic_write_text(args.json, json.dumps(report, sort_keys=True, indent=1) + "\n")
+        atomic_write_text(args.json, json.dumps(result.to_dict(), sort_keys=True, indent=1) + "\n")
     return status
 
 
@@ -167,20 +152,6 @@ def _stat(y: Any, how: str) -> str:
     if y.size == 0 or y.dtype.kind not in "biuf":
         return "-"
     return f"{getattr(y, how)():.6g}"
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "output"
-
-
-def _npy(a: Any) -> bytes:
-    import io
-
-    import numpy as np
-
-    buf = io.BytesIO()
-    np.save(buf, a, allow_pickle=False)
-    return buf.getvalue()
 
 
 def _ms(v: float | None) -> str:
@@ -209,24 +180,3 @@ def _print_bench(b: Any) -> None:
             "(the plan carries no predictions: bundles written without the partitioner's "
             "estimates show '-')"
         )
-
-
-def _bench_doc(b: Any) -> dict[str, Any]:
-    return {
-        "latency_median_s": b.latency.median_s,
-        "latency_p90_s": b.latency.p90_s,
-        "runs": b.latency.n,
-        "predicted_latency_s": b.predicted_latency_s,
-        "partitions": {
-            k: {
-                "median_s": s.median_s,
-                "p90_s": s.p90_s,
-                "predicted_s": b.predicted_partitions.get(k),
-            }
-            for k, s in b.partitions.items()
-        },
-        "stream_items": b.stream_items,
-        "stream_seconds": b.stream_seconds,
-        "throughput_per_s": b.throughput_per_s,
-        "predicted_period_s": b.predicted_period_s,
-    }

@@ -1,10 +1,10 @@
-"""Apply a placement of a model: partitions as op sets, the plan keys, and the bundle.
+"""Apply a placement of a model: its partitions as op sets and as bundle partition specs.
 
 The solver decides on fused nodes; this module maps its decision back to ops
-(:func:`placed_partitions`), describes it for the bundle (:func:`partition_specs`,
-:func:`plan_extra`), plans the memory (:func:`arena_document`) and writes everything with the
-bundle API (:func:`write_plan_bundle`). Deciding and applying stay separate steps: nothing here
-changes the placement.
+(:func:`placed_partitions`) and describes each partition for the bundle writer
+(:func:`partition_specs`). Deciding and applying stay separate steps: nothing here changes the
+placement. The whole apply step (plan keys, bundle, arena) is
+:func:`edgepart.deploy.compile.compile_placement`.
 
 Weight-decompression helpers are cloned into every partition that reads them (by
 :func:`edgepart.ir.extract.extract`); the plan lists each helper once, in the *earliest*
@@ -14,46 +14,18 @@ comes back.
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from edgepart.deploy.memory_plan import ArenaPartition, global_arena
+from edgepart.bundle.write import PartitionSpec
 from edgepart.ir import analysis
-from edgepart.ir.graph import Subgraph
-from edgepart.lowering.default_placement import DefaultPlacement
 from edgepart.lowering.from_model import ModelProblem
 from edgepart.placement.evaluate import Evaluation
-from edgepart.placement.plan_doc import (
-    PLAN_VERSION,
-    _eval_summary,
-    _f,
-    _memory_rows,
-    _processor_rows,
-    _solver_doc,
-    _speedup,
-    _transfer_rows,
-)
-from edgepart.placement.solve import Solution
+from edgepart.placement.plan_doc import json_float
 
-if TYPE_CHECKING:
-    from edgepart.bundle.format import Bundle
-    from edgepart.bundle.write import PartitionSpec
-
-__all__ = [
-    "PlacedPartition",
-    "arena_document",
-    "arena_partitions",
-    "cpu_forced",
-    "partition_specs",
-    "placed_partitions",
-    "plan_extra",
-    "write_plan_bundle",
-]
+__all__ = ["PlacedPartition", "partition_specs", "placed_partitions"]
 
 
 @dataclass(frozen=True)
@@ -143,8 +115,6 @@ def partition_specs(
     problem: ModelProblem, ev: Evaluation, parts: Sequence[PlacedPartition]
 ) -> list[PartitionSpec]:
     """Bundle partition specs (ids ``p0, p1, ...`` in creation order, with predictions)."""
-    from edgepart.bundle.write import PartitionSpec
-
     g, prof = problem.graph, problem.profile
     out = []
     for p in parts:
@@ -160,170 +130,13 @@ def partition_specs(
                 id=p.id,
                 threads=int(proc.threads.value) if proc.kind == "cpu" else None,
                 predicted={
-                    "start_s": _f(float(ev.part_start[p.index])),
-                    "end_s": _f(float(ev.part_end[p.index])),
-                    "duration_s": _f(dur),
-                    "dispatch_s": _f(disp),
-                    "compute_s": _f(dur - disp),
+                    "start_s": json_float(float(ev.part_start[p.index])),
+                    "end_s": json_float(float(ev.part_end[p.index])),
+                    "duration_s": json_float(dur),
+                    "dispatch_s": json_float(disp),
+                    "compute_s": json_float(dur - disp),
                 },
                 extra={"nodes": list(p.nodes)},
             )
         )
     return out
-
-
-def cpu_forced(problem: ModelProblem, ev: Evaluation) -> list[dict[str, Any]]:
-    """Ops placed on a CPU that some other processor refuses, grouped by processor and TFLite's
-    ``"OPNAME: reason"`` line, with edgepart's detail for the first op of each group."""
-    g, sup, fz = problem.graph, problem.support, problem.fusion
-    cpu_units = np.flatnonzero(np.asarray(g.proc_kinds)[g.unit_proc] == "cpu")
-    on_cpu = np.isin(ev.units, cpu_units)
-    groups: dict[tuple[str, str], list[int]] = {}
-    first: dict[tuple[str, str], str] = {}
-    for v in np.flatnonzero(on_cpu).tolist():
-        for op in fz.node_ops(v).tolist():
-            for p, kind in enumerate(g.proc_kinds):
-                if kind == "cpu" or sup.supported[op, p]:
-                    continue
-                key = (g.proc_names[p], sup.reasons[p].get(op) or sup.why(op, p))
-                groups.setdefault(key, []).append(op)
-                first.setdefault(key, sup.why(op, p))
-    return [
-        {"processor": proc, "reason": why, "detail": first[(proc, why)], "ops": sorted(set(ops))}
-        for (proc, why), ops in sorted(groups.items(), key=lambda kv: (kv[0][0], min(kv[1])))
-    ]
-
-
-def plan_extra(
-    problem: ModelProblem,
-    sol: Solution,
-    parts: Sequence[PlacedPartition],
-    default: DefaultPlacement | None,
-) -> dict[str, Any]:
-    """The partitioner's top-level plan keys (documented in ``docs/partitioning.md``)."""
-    g, ev, prof, fz = problem.graph, sol.evaluation, problem.profile, problem.fusion
-    o = sol.options
-    pid = {p.index: p.id for p in parts}
-    b = sol.baseline
-    how: dict[str, Any] = {}
-    if sol.method == "exact":
-        how["time_limit_s"] = o.time_limit
-    if sol.method == "edge-cut":
-        how["edge_cut"] = {"k": o.edge_cut_k, "method": o.edge_cut_method}
-    base_doc = None
-    if b is not None:
-        base_doc = {"name": b.name, **_eval_summary(b.evaluation)}
-        if default is not None and b.name == default.baseline.name:
-            base_doc["delegates"] = list(default.delegates)
-            base_doc["split_nodes"] = default.split_nodes
-    sources = {
-        name: problem.costs.source_counts(p) for p, name in enumerate(problem.costs.processors)
-    }
-    return {
-        "predicted": {
-            "latency_s": _f(ev.latency_s),
-            "period_s": _f(ev.period_s),
-            "serial_latency_s": _f(ev.serial_latency_s),
-            "baseline_latency_s": None if b is None else _f(b.evaluation.latency_s),
-            "throughput_per_s": _f(1.0 / ev.period_s) if ev.period_s > 0 else None,
-            "transferred_bytes": int(g.tensor_bytes[ev.xfer_tensor].sum()),
-            "partitions": ev.num_partitions,
-        },
-        "partitioner": {
-            "version": PLAN_VERSION,
-            "objective": o.objective,
-            "solver": _solver_doc(sol, how),
-            "processors": [
-                {
-                    **row,
-                    "delegate": prof.processors[p].delegate,
-                    "memory_bytes": int(g.proc_memory[p])
-                    if math.isfinite(g.proc_memory[p])
-                    else None,
-                }
-                for p, row in enumerate(_processor_rows(g))
-            ],
-            "cost_graph": {
-                "ops": fz.num_ops,
-                "nodes": g.num_nodes,
-                "edges": g.num_edges,
-                "tensors": len(g.tensor_src),
-                "shrink": _f(fz.shrink),
-                "merged": dict(sorted(fz.merged.items())),
-                "fused_activations": fz.fused_activations,
-            },
-            "cost_sources": sources,
-        },
-        "transfers": _transfer_rows(
-            g, ev, lambda t: int(problem.tensor_index[t]), lambda q: pid[q]
-        ),
-        "memory": _memory_rows(g, ev, "arena_estimate_bytes"),
-        "baseline": base_doc,
-        "baselines": [{"name": x.name, **_eval_summary(x.evaluation)} for x in sol.baselines],
-        "speedup_over_baseline": _speedup(sol),
-        "cpu_forced": cpu_forced(problem, ev),
-    }
-
-
-def arena_partitions(
-    problem: ModelProblem, parts: Sequence[PlacedPartition]
-) -> tuple[Subgraph, list[ArenaPartition], str, list[int]]:
-    """What the memory planner needs of ``parts``: the source subgraph, the partitions with
-    their units and memory domains, the host domain and the model outputs."""
-    g = problem.graph
-    sg = problem.model.subgraphs[problem.subgraph]
-    aparts = [
-        ArenaPartition(
-            id=p.id,
-            unit=g.unit_name(p.unit),
-            domain=g.domain_names[int(g.proc_domain[p.proc])],
-            file_ops=p.file_ops,
-            inputs=p.inputs,
-            outputs=p.outputs,
-        )
-        for p in parts
-    ]
-    outs = sg.outputs.astype(np.int64)
-    return sg, aparts, g.domain_names[g.host_domain], [int(t) for t in outs[outs >= 0].tolist()]
-
-
-def arena_document(problem: ModelProblem, parts: Sequence[PlacedPartition]) -> dict[str, Any]:
-    """The global arena plan (``arena.json``) for ``parts``
-    (:func:`edgepart.deploy.memory_plan.global_arena`)."""
-    sg, aparts, host, outs = arena_partitions(problem, parts)
-    return global_arena(sg, aparts, host_domain=host, model_outputs=outs)
-
-
-def write_plan_bundle(
-    out_dir: str | os.PathLike[str],
-    problem: ModelProblem,
-    sol: Solution,
-    default: DefaultPlacement | None = None,
-    *,
-    arena: bool = True,
-    source_path: str | os.PathLike[str] | None = None,
-) -> tuple[Bundle, list[PlacedPartition], dict[str, Any] | None]:
-    """Write the bundle of a solved model: plan, partition files, arena, report, manifest.
-
-    Returns the loaded bundle, the partitions and the arena document (None without ``arena``).
-    """
-    from edgepart.bundle.write import write_bundle
-
-    parts = placed_partitions(problem, sol.evaluation)
-    specs = partition_specs(problem, sol.evaluation, parts)
-    extra = plan_extra(problem, sol, parts, default)
-    doc = arena_document(problem, parts) if arena else None
-    bundle = write_bundle(
-        out_dir,
-        problem.model,
-        specs,
-        subgraph=problem.subgraph,
-        profile=problem.profile,
-        plan_extra=extra,
-        arena=doc,
-        source_path=source_path,
-    )
-    from edgepart.placement.plan_schema import validate_bundle_plan
-
-    validate_bundle_plan(bundle.plan.to_doc(), str(os.path.join(out_dir, "plan.json")))
-    return bundle, parts, doc

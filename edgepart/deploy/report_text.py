@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.deploy.apply import PlacedPartition, cpu_forced
+from edgepart.deploy.apply import PlacedPartition
+from edgepart.deploy.plan_keys import cpu_forced
 from edgepart.lowering.default_placement import DefaultPlacement
 from edgepart.lowering.from_model import ModelProblem
 from edgepart.placement.evaluate import objective_key

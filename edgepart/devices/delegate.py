@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from edgepart.devices import search_path
-from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml
 from edgepart.devices.capability import (
     BoundPredicate,
     bind_predicate,
@@ -31,6 +30,7 @@ from edgepart.devices.capability import (
 )
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES
 from edgepart.devices.roles import ROLES
+from edgepart.devices.yaml_files import Loc, check_header, load_yaml, resolve_yaml
 from edgepart.ir.dtypes import DType
 from edgepart.schema import opnames
 

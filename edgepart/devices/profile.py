@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from edgepart.devices import search_path
-from edgepart.devices._yaml import Loc, check_header, load_yaml, resolve_yaml
 from edgepart.devices.delegate import delegate_names
+from edgepart.devices.yaml_files import Loc, check_header, load_yaml, resolve_yaml
 from edgepart.errors import ProfileError
 
 __all__ = [

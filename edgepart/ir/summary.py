@@ -18,7 +18,7 @@ from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
 from edgepart.ir.verify import calling_ops
 
-__all__ = ["describe_ops", "format_summary", "summarize"]
+__all__ = ["describe_ops", "format_ops", "format_summary", "summarize"]
 
 
 def summarize(model: Model) -> dict[str, Any]:
@@ -223,3 +223,21 @@ def format_summary(s: dict[str, Any]) -> str:
         for c in g["control_flow"]:
             lines.append(f"  control     op {c['op']} {c['name']} calls subgraphs {c['calls']}")
     return "\n".join(lines)
+
+
+def format_ops(rows: list[dict[str, Any]]) -> str:
+    """One line per op of a :func:`describe_ops` result: ``[subgraph:op] NAME inputs -> outputs``
+    (``c``/``t`` for constant/computed tensors, then index, dtype and shape)."""
+    lines = []
+    for row in rows:
+        ins = ", ".join(_brief(t) for t in row["inputs"])
+        outs = ", ".join(_brief(t) for t in row["outputs"])
+        lines.append(f"[{row['subgraph']}:{row['op']:>4}] {row['name']:<24} {ins} -> {outs}")
+    return "\n".join(lines)
+
+
+def _brief(t: dict[str, Any] | None) -> str:
+    if t is None:
+        return "-"
+    mark = "c" if t["constant"] else "t"
+    return f"{mark}{t['tensor']}:{t['dtype'].lower()}{t['shape']}"

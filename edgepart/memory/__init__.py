@@ -12,8 +12,8 @@ describe each partition (its ops, the tensors it reads and writes, its unit and 
 ``PartitionTensors``; ``partitioned_buffers`` builds every partition's own problem and the global
 problem (one arena per memory; partitions on a shared timeline, boundary tensors as one buffer
 per memory, concurrent partitions as explicit conflicts, a concurrency lower bound), and
-``plan_partitioned`` plans and compares them. :mod:`edgepart.bundle.buffers` does this for a
-bundle directory.
+``plan_partitioned`` plans and compares them. The entry point for a bundle (its ``arena.json``,
+or ``plan-memory`` on a bundle directory) is :func:`edgepart.bundle.plan_bundle_arena`.
 """
 
 from __future__ import annotations

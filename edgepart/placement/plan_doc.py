@@ -1,8 +1,16 @@
-"""Render a :class:`~.solve.Solution` as a deterministic plan document and a short report.
+"""A :class:`~.solve.Solution` as JSON: the plan document, the rows both plan formats share,
+and a short report.
 
-The plan document (format ``edgepart-plan``, version 1) is documented in ``docs/costgraph.md``.
-Floats are rounded to 12 significant digits and keys are sorted, so the same input and options
-give byte-identical JSON. Wall-clock times are left out of the document (they go in the report).
+Two documents describe a placement. The cost-graph plan (format ``edgepart-plan``, version 1,
+``docs/costgraph.md``) is :func:`plan_to_dict` / :func:`plan_json`, checked by
+:func:`validate_costgraph_plan`. A bundle's ``plan.json`` is written by the bundle writer
+(:func:`edgepart.bundle.write.build_bundle`); the partitioner's keys in it
+(:func:`edgepart.deploy.plan_keys.partitioner_keys`) are built from the same row builders
+(:func:`evaluation_summary`, :func:`transfer_rows`, :func:`memory_rows`,
+:func:`processor_rows`, :func:`solver_record`, :func:`speedup`), so both formats say the same
+thing the same way. Floats are rounded to 12 significant digits (:func:`json_float`) and keys
+are sorted, so the same input and options give byte-identical JSON. Wall-clock times are left
+out of the documents (they go in the report).
 """
 
 from __future__ import annotations
@@ -14,17 +22,33 @@ from typing import Any
 
 import numpy as np
 
+from edgepart import jsondoc
+from edgepart.errors import PlanError
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, objective_key
 from edgepart.placement.solve import Solution
 
-__all__ = ["PLAN_FORMAT", "PLAN_VERSION", "format_report", "plan_json", "plan_to_dict"]
+__all__ = [
+    "PLAN_FORMAT",
+    "PLAN_VERSION",
+    "evaluation_summary",
+    "format_report",
+    "json_float",
+    "memory_rows",
+    "plan_json",
+    "plan_to_dict",
+    "processor_rows",
+    "solver_record",
+    "speedup",
+    "transfer_rows",
+    "validate_costgraph_plan",
+]
 
 PLAN_FORMAT = "edgepart-plan"
 PLAN_VERSION = 1
 
 
-def _f(x: float) -> float | None:
+def json_float(x: float) -> float | None:
     """12 significant digits; None for infinities (JSON has none)."""
     if not math.isfinite(x):
         return None
@@ -51,18 +75,19 @@ def _boundary(g: CostGraph, ev: Evaluation) -> tuple[list[list[int]], list[list[
     return [sorted(x) for x in ins], [sorted(x) for x in outs]
 
 
-def _eval_summary(ev: Evaluation) -> dict[str, Any]:
+def evaluation_summary(ev: Evaluation) -> dict[str, Any]:
+    """Latency, period, serial latency, partition count, feasibility and violations of ``ev``."""
     return {
-        "latency_s": _f(ev.latency_s),
-        "period_s": _f(ev.period_s),
-        "serial_latency_s": _f(ev.serial_latency_s),
+        "latency_s": json_float(ev.latency_s),
+        "period_s": json_float(ev.period_s),
+        "serial_latency_s": json_float(ev.serial_latency_s),
         "partitions": ev.num_partitions,
         "feasible": ev.feasible,
         "violations": list(ev.violations),
     }
 
 
-def _transfer_rows(
+def transfer_rows(
     g: CostGraph,
     ev: Evaluation,
     tensor: Callable[[int], Any],
@@ -81,14 +106,14 @@ def _transfer_rows(
                 "from_partition": None if sp < 0 else partition(sp),
                 "from_domain": g.domain_names[int(ev.xfer_src_dom[i])],
                 "to_domain": g.domain_names[int(ev.xfer_dst_dom[i])],
-                "start_s": _f(float(ev.xfer_start[i])),
-                "end_s": _f(float(ev.xfer_end[i])),
+                "start_s": json_float(float(ev.xfer_start[i])),
+                "end_s": json_float(float(ev.xfer_end[i])),
             }
         )
     return rows
 
 
-def _memory_rows(g: CostGraph, ev: Evaluation, arena_key: str) -> list[dict[str, Any]]:
+def memory_rows(g: CostGraph, ev: Evaluation, arena_key: str) -> list[dict[str, Any]]:
     """One row per unit: weights, the arena (under ``arena_key``), capacity, partitions, load."""
     counts = np.bincount(ev.part_unit, minlength=g.num_units)
     rows = []
@@ -103,22 +128,22 @@ def _memory_rows(g: CostGraph, ev: Evaluation, arena_key: str) -> list[dict[str,
                 "total_bytes": w + a,
                 "capacity_bytes": int(cap) if math.isfinite(cap) else None,
                 "partitions": int(counts[u]),
-                "load_s": _f(float(ev.unit_load[u])),
+                "load_s": json_float(float(ev.unit_load[u])),
             }
         )
     return rows
 
 
-def _speedup(sol: Solution) -> float | None:
+def speedup(sol: Solution) -> float | None:
     """The baseline's objective over the solution's (None without a baseline or for a zero)."""
     if sol.baseline is None:
         return None
     k_b = objective_key(sol.baseline.evaluation, sol.options.objective)[0]
     k_p = objective_key(sol.evaluation, sol.options.objective)[0]
-    return _f(k_b / k_p) if k_p > 0 else None
+    return json_float(k_b / k_p) if k_p > 0 else None
 
 
-def _solver_doc(sol: Solution, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def solver_record(sol: Solution, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Method, choice, optimality, seed and effort, then ``extra``, then the solver's info."""
     solver: dict[str, Any] = {
         "method": sol.method,
@@ -132,7 +157,7 @@ def _solver_doc(sol: Solution, extra: Mapping[str, Any] | None = None) -> dict[s
     return solver
 
 
-def _processor_rows(g: CostGraph) -> list[dict[str, Any]]:
+def processor_rows(g: CostGraph) -> list[dict[str, Any]]:
     """One row per processor: name, kind, units, memory domain, dispatch overhead."""
     return [
         {
@@ -140,7 +165,7 @@ def _processor_rows(g: CostGraph) -> list[dict[str, Any]]:
             "kind": g.proc_kinds[p],
             "units": int(g.proc_units[p]),
             "memory_domain": g.domain_names[int(g.proc_domain[p])],
-            "dispatch_s": _f(float(g.proc_dispatch[p])),
+            "dispatch_s": json_float(float(g.proc_dispatch[p])),
         }
         for p in range(g.num_procs)
     ]
@@ -165,10 +190,10 @@ def plan_to_dict(sol: Solution, source: dict[str, Any] | None = None) -> dict[st
                 "nodes": [g.ids[v] for v in nodes.tolist()],
                 "inputs": [g.tensor_name(t) for t in ins[q]],
                 "outputs": [g.tensor_name(t) for t in outs[q]],
-                "start_s": _f(float(ev.part_start[q])),
-                "end_s": _f(float(ev.part_end[q])),
-                "dispatch_s": _f(float(g.proc_dispatch[p])),
-                "compute_s": _f(float(ev.part_duration[q] - g.proc_dispatch[p])),
+                "start_s": json_float(float(ev.part_start[q])),
+                "end_s": json_float(float(ev.part_end[q])),
+                "dispatch_s": json_float(float(g.proc_dispatch[p])),
+                "compute_s": json_float(float(ev.part_duration[q] - g.proc_dispatch[p])),
             }
         )
     b = sol.baseline
@@ -177,30 +202,39 @@ def plan_to_dict(sol: Solution, source: dict[str, Any] | None = None) -> dict[st
         "version": PLAN_VERSION,
         "source": dict(source or {"kind": "costgraph", "name": g.name}),
         "objective": sol.options.objective,
-        "solver": _solver_doc(sol),
-        "processors": _processor_rows(g),
+        "solver": solver_record(sol),
+        "processors": processor_rows(g),
         "partitions": parts,
-        "transfers": _transfer_rows(g, ev, g.tensor_name, int),
+        "transfers": transfer_rows(g, ev, g.tensor_name, int),
         "predicted": {
-            **_eval_summary(ev),
-            "throughput_per_s": _f(1.0 / ev.period_s) if ev.period_s > 0 else None,
+            **evaluation_summary(ev),
+            "throughput_per_s": json_float(1.0 / ev.period_s) if ev.period_s > 0 else None,
             "transferred_bytes": int(g.tensor_bytes[ev.xfer_tensor].sum()),
         },
-        "memory": _memory_rows(g, ev, "arena_bytes"),
-        "baseline": None if b is None else {"name": b.name, **_eval_summary(b.evaluation)},
-        "baselines": [{"name": x.name, **_eval_summary(x.evaluation)} for x in sol.baselines],
-        "speedup_over_baseline": _speedup(sol),
+        "memory": memory_rows(g, ev, "arena_bytes"),
+        "baseline": None if b is None else {"name": b.name, **evaluation_summary(b.evaluation)},
+        "baselines": [{"name": x.name, **evaluation_summary(x.evaluation)} for x in sol.baselines],
+        "speedup_over_baseline": speedup(sol),
     }
 
 
 def plan_json(sol: Solution, source: dict[str, Any] | None = None) -> str:
     """:func:`plan_to_dict` serialized with sorted keys and a final newline, after checking it
     against ``edgepart/schemas/plan_costgraph.schema.json``."""
-    from edgepart.placement.plan_schema import validate_costgraph_plan
-
     doc = plan_to_dict(sol, source)
     validate_costgraph_plan(json.loads(json.dumps(doc)), "plan document (being written)")
     return json.dumps(doc, sort_keys=True, indent=1) + "\n"
+
+
+def validate_costgraph_plan(doc: Any, where: str = "plan.json") -> None:
+    """Check a cost-graph plan document against ``plan_costgraph.schema.json``.
+
+    Raises
+    ------
+    PlanError
+        One line naming ``where`` and the JSON path of the first problem.
+    """
+    jsondoc.validate(doc, "plan_costgraph.schema.json", where, error=PlanError)
 
 
 def _ms(x: float) -> str:

@@ -52,37 +52,56 @@ def random_inputs(details: Sequence[Mapping[str, Any]], seed: int = 0) -> list[n
 
 def resolve_inputs(
     interp: PartitionedInterpreter,
-    given: Sequence[str],
+    given: Sequence[str] | Mapping[str, Any],
     *,
     random: bool = False,
     seed: int = 0,
 ) -> list[np.ndarray]:
-    """Inputs in ``get_input_details()`` order from ``NAME=FILE.npy`` specs and/or random data.
+    """Inputs in ``get_input_details()`` order from given values and/or random data.
 
-    ``NAME`` is a signature input name, a tensor name or a tensor index.
+    ``given`` is a sequence of ``NAME=FILE.npy`` specs (the CLI's ``--input``) or a mapping
+    ``NAME -> array or .npy path``; ``NAME`` is a signature input name, a tensor name or a
+    tensor index.
     """
     details = interp.get_input_details()
+    names = [t.name for t in interp.plan.inputs]
     keys: dict[str, int] = {}
     for k, t in enumerate(interp.plan.inputs):
         for key in (t.name, t.tensor_name, str(t.tensor)):
             keys.setdefault(key, k)
     values: list[np.ndarray | None] = [None] * len(details)
-    for spec in given:
-        name, sep, file = spec.partition("=")
-        if not sep or name not in keys:
-            raise UsageError(
-                f"--input {spec!r}: expected NAME=FILE.npy with NAME one of "
-                f"{[t.name for t in interp.plan.inputs]}"
+    if isinstance(given, Mapping):
+        for name, value in given.items():
+            if str(name) not in keys:
+                raise UsageError(f"inputs[{name!r}]: not an input of this bundle; inputs: {names}")
+            values[keys[str(name)]] = (
+                _load_npy(str(name), value)
+                if isinstance(value, (str, os.PathLike))
+                else np.asarray(value)
             )
-        try:
-            values[keys[name]] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise UsageError(f"--input {name}: cannot read {file} as .npy ({err})") from None
+    else:
+        for spec in given:
+            name, sep, file = spec.partition("=")
+            if not sep or name not in keys:
+                raise UsageError(
+                    f"--input {spec!r}: expected NAME=FILE.npy with NAME one of {names}"
+                )
+            values[keys[name]] = _load_npy(name, file)
     fill = random_inputs(details, seed) if random else None
     missing = [t.name for t, v in zip(interp.plan.inputs, values, strict=True) if v is None]
     if missing and fill is None:
-        raise UsageError(f"no value for input(s) {missing}; give --input NAME=FILE.npy or --random")
+        raise UsageError(
+            f"no value for input(s) {missing}; give --input NAME=FILE.npy or --random "
+            "(Python: inputs={NAME: array} or random=True)"
+        )
     return [v if v is not None else fill[k] for k, v in enumerate(values)]  # type: ignore[index]
+
+
+def _load_npy(name: str, file: str | os.PathLike[str]) -> np.ndarray:
+    try:
+        return np.load(file, allow_pickle=False)  # type: ignore[no-any-return]
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--input {name}: cannot read {file} as .npy ({err})") from None
 
 
 def run_once(interp: PartitionedInterpreter, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

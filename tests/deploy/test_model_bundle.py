@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 from _litert import interpreter, random_inputs, run
 from pmodels import branchy_fp32, int8_mlp
 
-from edgepart.bundle import load_bundle
+from edgepart.bundle import PartitionSpec, build_bundle, load_bundle, plan_from_doc
 from edgepart.cli import main
-from edgepart.deploy.memory_plan import ArenaPartition, global_arena
-from edgepart.placement.plan_schema import validate_bundle_plan
 from edgepart.tflite.writer import write_model
 
 
@@ -74,7 +74,7 @@ def test_bundle_is_byte_identical_valid_and_reproduces_the_model(mlp_file, tmp_p
         "partition_report.txt",
     } <= set(fa)
     plan = json.loads(fa["plan.json"])
-    validate_bundle_plan(plan)
+    plan_from_doc(plan)  # the one plan.json validator: the partitioner's keys too
     assert plan["format"] == "edgepart-bundle-plan" and plan["partitioner"]["version"] == 1
     assert [p["processor"] for p in plan["partitions"]] == ["edgetpu", "cpu"]
     assert plan["predicted"]["latency_s"] < plan["baseline"]["latency_s"]
@@ -115,7 +115,8 @@ def test_corpus_bundles_load_and_run(corpus, tmp_path, name, profile, extra, cap
     out = tmp_path / "o"
     assert _partition(corpus[name], out, profile, *extra) == 0
     plan = json.loads((out / "plan.json").read_text())
-    validate_bundle_plan(plan)
+    assert "partitioner" in plan
+    plan_from_doc(plan)  # the one plan.json validator: the partitioner's keys too
     ops = sorted(o for p in plan["partitions"] for o in p["ops"])
     assert ops == list(range(plan["source"]["num_ops"]))
     _verify(out, corpus[name])
@@ -130,7 +131,7 @@ def test_no_output_prints_the_report_only(corpus, tmp_path, capsys):
 
 
 def _oracle_conflict(
-    a: dict, b: dict, parts: list[ArenaPartition], anc: list[set[int]], outs: set[int]
+    a: dict, b: dict, parts: list[Any], anc: list[set[int]], outs: set[int]
 ) -> bool:
     """May buffers ``a`` and ``b`` (arena.json entries) hold data at the same time, whatever
     order the runtime picks among partitions not ordered by a dependency?"""
@@ -176,18 +177,34 @@ def _oracle_conflict(
     return t != u and not staged_before(t, u) and not staged_before(u, t)
 
 
-def test_global_arena_separates_concurrent_partitions(branchy_file):
-    from edgepart.tflite.reader import read_model
-
-    sg = read_model(branchy_file).main
-    # branch 0 on cpu:0, branch 1 on cpu:1 (concurrent), the ADD after both on cpu:0
+def _branchy_arena(path: Path, units: tuple[int, int, int]) -> tuple[dict, list[Any]]:
+    """The global arena (``arena.json``) of the branchy model cut into its two branches and
+    the ADD after both, on the given pixel8 CPU units; and the plan's partitions."""
+    ops = [(0, 1, 2, 3), (4, 5, 6, 7), (8,)]
+    specs = [PartitionSpec(o, processor="cpu", unit=u) for o, u in zip(ops, units, strict=True)]
+    bundle = build_bundle(path, specs, profile="pixel8", arena="global")
+    assert bundle.arena is not None
     parts = [
-        ArenaPartition("p0", "cpu:0", "dram", (0, 1, 2, 3), (0,), (12,)),
-        ArenaPartition("p1", "cpu:1", "dram", (4, 5, 6, 7), (0,), (24,)),
-        ArenaPartition("p2", "cpu:0", "dram", (8,), (12, 24), (25,)),
+        SimpleNamespace(
+            id=p.id,
+            unit=p.unit_name,
+            inputs=tuple(r.tensor for r in p.inputs),
+            outputs=tuple(r.tensor for r in p.outputs),
+        )
+        for p in bundle.plan.partitions
+    ]
+    return dict(bundle.arena.doc), parts
+
+
+def test_global_arena_separates_concurrent_partitions(branchy_file):
+    # branch 0 on cpu:0, branch 1 on cpu:1 (concurrent), the ADD after both on cpu:0
+    doc, parts = _branchy_arena(branchy_file, (0, 1, 0))
+    assert [(p.unit, p.inputs, p.outputs) for p in parts] == [
+        ("cpu:0", (0,), (12,)),
+        ("cpu:1", (0,), (24,)),
+        ("cpu:0", (12, 24), (25,)),
     ]
     anc = [set(), set(), {0, 1}]
-    doc = global_arena(sg, parts, host_domain="dram", model_outputs=[25])
     bufs = doc["buffers"]
     assert {b["scope"] for b in bufs} == {"partition", "boundary"}
     for i, a in enumerate(bufs):
@@ -198,10 +215,7 @@ def test_global_arena_separates_concurrent_partitions(branchy_file):
                 )
                 assert apart, (a, b)
     # the same partitions on one unit run one after another: internal buffers may share bytes
-    serial = [
-        ArenaPartition(p.id, "cpu:0", p.domain, p.file_ops, p.inputs, p.outputs) for p in parts
-    ]
-    doc2 = global_arena(sg, serial, host_domain="dram", model_outputs=[25])
+    doc2, _ = _branchy_arena(branchy_file, (0, 0, 0))
     assert doc2["memories"]["dram"]["size"] < doc["memories"]["dram"]["size"]
 
 

@@ -19,8 +19,14 @@ from _partition_oracle import executions, violations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgepart.bundle import PartitionSpec, write_bundle
-from edgepart.bundle.buffers import bundle_buffers
+from edgepart.bundle import (
+    BundleArena,
+    PartitionSpec,
+    build_bundle,
+    load_bundle,
+    plan_bundle_arena,
+    write_bundle,
+)
 from edgepart.cli import main
 from edgepart.errors import ArenaOverflowError
 from edgepart.ir.builder import ModelBuilder
@@ -105,8 +111,7 @@ def _check(pb: PartitionedBuffers, plan: PartitionedPlan, outputs: set[int]) -> 
 
 
 def _partitioned(path: Path, profile: str, mode: str) -> PartitionedBuffers:
-    from edgepart.deploy.apply import arena_partitions, placed_partitions
-    from edgepart.deploy.memory_plan import arena_buffers
+    from edgepart.deploy.apply import partition_specs, placed_partitions
     from edgepart.lowering.default_placement import profile_default_baseline
     from edgepart.lowering.from_model import model_costgraph
     from edgepart.placement.solve import SolveOptions, partition_costgraph
@@ -122,8 +127,19 @@ def _partitioned(path: Path, profile: str, mode: str) -> PartitionedBuffers:
             "edge-cut-3": ("edge-cut", SolveOptions(edge_cut_k=3)),
         }[mode]
         ev = partition_costgraph(problem.graph, method, opts, reference=default.baseline).evaluation
-    sg, aparts, host, outs = arena_partitions(problem, placed_partitions(problem, ev))
-    return arena_buffers(sg, aparts, host_domain=host, model_outputs=outs)
+    specs = partition_specs(problem, ev, placed_partitions(problem, ev))
+    sg = problem.model.subgraphs[problem.subgraph]
+    bundle = build_bundle(problem.model, specs, subgraph=problem.subgraph, profile=problem.profile)
+    arena = plan_bundle_arena(bundle, source=sg, profile=problem.profile)
+    assert arena.buffers is not None
+    return arena.buffers
+
+
+def _bundle_buffers(path: Path) -> BundleArena:
+    """The bundle's partitions as their files run (what ``plan-memory BUNDLE/`` plans)."""
+    arena = plan_bundle_arena(load_bundle(path))
+    assert arena.buffers is not None
+    return arena
 
 
 @pytest.mark.parametrize(
@@ -279,8 +295,9 @@ def concurrent_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_bundle_buffers_from_partition_files(concurrent_bundle: Path) -> None:
-    bb = bundle_buffers(concurrent_bundle)
+    bb = _bundle_buffers(concurrent_bundle)
     pb = bb.buffers
+    assert pb is not None
     assert bb.memories_from == "profile pixel8" and pb.host_memory == "dram"
     assert [p.unit for p in pb.partitions] == ["cpu:0", "cpu:1", "cpu:2", "cpu:0"]
     assert pb.concurrent == ((0, 1), (0, 2), (1, 2))  # the ADDs wait for every branch
@@ -315,7 +332,8 @@ def test_cli_plan_memory_bundle(
     assert f"wrote {out_json} (search plan)" in text
     doc = json.loads(out_json.read_text())
     assert doc["format"] == "edgepart-memory-bundle-plan" and doc["strategy"] == "search"
-    pb = bundle_buffers(bundle).buffers
+    pb = _bundle_buffers(bundle).buffers
+    assert pb is not None
     # the written global offsets are a valid plan of the rebuilt problem
     offsets = {
         (

@@ -144,7 +144,7 @@ def test_atol_fails_the_run_when_kernels_differ(corpus, tmp_path, capsys):
         ),
         ([], "no value for input(s) ['input']; give --input NAME=FILE.npy or --random"),
         (
-            ["--random", "--delegate", "gpu=/no/such/lib.so"],
+            ["--random", "--delegate-library", "gpu=/no/such/lib.so"],
             "cannot load the gpu delegate library '/no/such/lib.so'",
         ),
         (["--random", "--no-fallback"], "partition p1 needs the gpu delegate"),

@@ -1,0 +1,105 @@
+"""Profiling: measure every op of a model on this host with LiteRT into a latency table."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from edgepart.errors import UsageError
+from edgepart.profiling.host import STATISTICS, ProfileConfig, ProfileResult, profile_model
+from edgepart.profiling.timing import TimingConfig
+from edgepart.tflite.reader import read_model
+
+__all__ = ["EXECUTORS", "ProfileResult", "profile_host"]
+
+EXECUTORS = ("xnnpack", "builtin", "reference")
+"""Host kernel sets: LiteRT's default (the XNNPACK delegate), builtin kernels without default
+delegates, reference kernels."""
+
+
+def profile_host(
+    model: str | os.PathLike[str],
+    *,
+    executor: str = "xnnpack",
+    threads: int = 1,
+    budget: float = 0.04,
+    processor: str | None = None,
+    statistic: str = "p10",
+    fusion: bool = True,
+    output: str | os.PathLike[str] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ProfileResult:
+    """Time every op (and group of ops the executor fuses into one kernel) of a model on this
+    host with the LiteRT interpreter, and the whole model, into a latency table.
+
+    Each op or group is extracted into a standalone model and timed (warm-up, adaptive
+    repeats, median and spread), as are the whole model and the per-invocation overhead.
+    These are host timings: they describe this machine, not a phone.
+
+    Parameters
+    ----------
+    model
+        A ``.tflite`` path.
+    executor
+        ``"xnnpack"`` (LiteRT's default), ``"builtin"`` or ``"reference"``.
+    threads
+        Interpreter threads.
+    budget
+        Measuring time per op in seconds (repeats adapt to it).
+    processor
+        The processor name in the table (default ``host_<executor>_<threads>t``).
+    statistic
+        The statistic an entry's value is taken from: ``"p10"`` (interference from other
+        processes only adds time), ``"median"`` or ``"min"``.
+    fusion
+        Also time fused op pairs and ops after their predecessor; false: single ops only.
+    output
+        Write the latency table here (``docs/latency_tables.md``).
+    progress
+        Called as ``progress(done, total, label)`` as work proceeds.
+
+    Returns
+    -------
+    ProfileResult
+        The table (``table``), every unit measured, the invoke overhead, the whole model's
+        timing and what the table predicts for it.
+
+    Raises
+    ------
+    UsageError
+        A bad argument.
+    ModelFormatError
+        The model does not load.
+
+    Examples
+    --------
+    >>> import edgepart
+    >>> res = edgepart.profile_host("examples/models/mobilenet_v2.tflite", budget=0.002,
+    ...                             fusion=False)
+    >>> res.processor, len(res.table.processors[res.processor].entries) > 0
+    ('host_xnnpack_1t', True)
+    """
+    if executor not in EXECUTORS:
+        raise UsageError(f"executor {executor!r} is not known; use one of {', '.join(EXECUTORS)}")
+    if threads < 1:
+        raise UsageError(f"threads {threads}: need at least 1")
+    if budget <= 0:
+        raise UsageError(f"budget {budget}: need a positive number of seconds")
+    if statistic not in STATISTICS:
+        raise UsageError(f"statistic {statistic!r}: use one of {', '.join(STATISTICS)}")
+    path = os.fspath(model)
+    m = read_model(path)
+    with open(path, "rb") as f:  # the whole-model timing loads the file's own bytes
+        content = f.read()
+    cfg = ProfileConfig(
+        executor=executor,
+        threads=threads,
+        timing=TimingConfig(budget_s=budget),
+        processor=processor,
+        statistic=statistic,
+        fusion=fusion,
+    )
+    res = profile_model(m, cfg, model_bytes=content, name=path, progress=progress)
+    if output is not None:
+        res.table.save(output)
+    return res
