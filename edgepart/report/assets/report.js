@@ -146,6 +146,9 @@
     return G.expanded.has(key) ? "o" + i : key;
   }
 
+  // true when partition k is drawn as one node
+  const asOne = (k) => partOps[k].length > 0 && keyOf(partOps[k][0]) === "p" + k;
+
   function buildGraph() {
     const nodes = new Map(); // key -> node
     const opKey = new Array(N);
@@ -267,10 +270,27 @@
     const nLayers = start;
     const layers = Array.from({ length: nLayers }, () => []);
     for (const nd of order) layers[nd.layer].push(nd);
+    // an edge spanning several layers gets a thin virtual node on each layer it passes, so the
+    // ordering and placement route it beside the nodes in between instead of through them
+    for (const nd of nodes) { nd.up = []; nd.down = []; }
+    for (const e of gr.edges) {
+      e.path = [e.A];
+      let prev = e.A;
+      for (let L = e.A.layer + 1; L < e.B.layer; L++) {
+        const d = { dummy: true, w: 6, layer: L, up: [prev], down: [], ord: e.A.ord + 0.5 };
+        prev.down.push(d);
+        layers[L].push(d);
+        e.path.push(d);
+        prev = d;
+      }
+      prev.down.push(e.B);
+      e.B.up.push(prev);
+      e.path.push(e.B);
+    }
     layers.forEach((Ls) => Ls.forEach((nd, k) => (nd.pos = k)));
     // barycenter sweeps
     const bary = (nd, side) => {
-      const nb = side === "up" ? nd.preds : nd.succs;
+      const nb = side === "up" ? nd.up : nd.down;
       if (!nb.length) return nd.pos;
       let sum = 0;
       for (const m of nb) sum += m.pos;
@@ -295,7 +315,7 @@
       const seq = down ? layers : [...layers].reverse();
       for (const Ls of seq) {
         const want = Ls.map((nd) => {
-          const nb = down ? nd.preds : nd.succs;
+          const nb = down ? nd.up : nd.down;
           if (!nb.length) return nd.x;
           let sum = 0;
           for (const m of nb) sum += m.x;
@@ -305,8 +325,8 @@
       }
     }
     let minX = Infinity, maxX = -Infinity;
-    for (const nd of nodes) { minX = Math.min(minX, nd.x - nd.w / 2); maxX = Math.max(maxX, nd.x + nd.w / 2); }
-    for (const nd of nodes) nd.x -= minX - LEFT; // room for band labels on the left
+    for (const Ls of layers) for (const nd of Ls) { minX = Math.min(minX, nd.x - nd.w / 2); maxX = Math.max(maxX, nd.x + nd.w / 2); }
+    for (const Ls of layers) for (const nd of Ls) nd.x -= minX - LEFT; // room for band labels
     // y: layers, with a gap between bands
     let y = 20;
     const layerY = [];
@@ -318,7 +338,7 @@
       y += LAYER_GAP;
       prevBand = b;
     }
-    for (const nd of nodes) nd.y = layerY[nd.layer];
+    for (const Ls of layers) for (const nd of Ls) nd.y = layerY[nd.layer];
     const width = maxX - minX + LEFT + 40;
     const bandBoxes = [];
     for (const b of bands) {
@@ -366,12 +386,17 @@
         s("rect", { x: 0, y: bb.y0, width: lay.width, height: bb.y1 - bb.y0, fill: col, "fill-opacity": 0.07 }),
         s("rect", { x: 0, y: bb.y0, width: 5, height: bb.y1 - bb.y0, fill: col }),
         s("text", { x: 12, y: bb.y0 + 16, text: p.id + " \u00b7 " + p.unit + " \u00b7 " + p.delegate }),
-        s("text", { x: 12, y: bb.y0 + 31, class: "sub", text: p.ops + " ops \u00b7 " + fmtTime(p.duration_s) + (G.collapsed.has(bb.band) ? " \u00b7 click to expand" : " \u00b7 click to collapse") }),
+        s("text", { x: 12, y: bb.y0 + 31, class: "sub", text: p.ops + " ops \u00b7 " + fmtTime(p.duration_s) + (asOne(bb.band) ? " \u00b7 click to expand" : " \u00b7 click to collapse") }),
       ]);
       g.style.cursor = "pointer";
       g.addEventListener("click", () => {
-        if (G.collapsed.has(bb.band)) G.collapsed.delete(bb.band);
-        else G.collapsed.add(bb.band);
+        if (asOne(bb.band)) {
+          G.collapsed.delete(bb.band);
+          G.expanded.add("p" + bb.band);
+        } else {
+          G.collapsed.add(bb.band);
+          G.expanded.delete("p" + bb.band);
+        }
         renderGraph();
       });
       bandsG.appendChild(g);
@@ -380,9 +405,20 @@
     const edgesG = s("g", { class: "edges" });
     const labelsG = s("g", { class: "edge-labels" });
     for (const e of gr.edges) {
-      const x1 = e.A.x, y1 = e.A.y + NODE_H, x2 = e.B.x, y2 = e.B.y;
-      const my = (y1 + y2) / 2;
-      const d = "M" + x1.toFixed(1) + "," + y1 + " C" + x1.toFixed(1) + "," + my + " " + x2.toFixed(1) + "," + my + " " + x2.toFixed(1) + "," + y2;
+      // vertical Bezier segments from each point's bottom to the next one's top; virtual
+      // nodes are passed straight through
+      let d = "";
+      let x1 = 0;
+      for (let k = 0; k + 1 < e.path.length; k++) {
+        const a = e.path[k], b = e.path[k + 1];
+        const ya = a.y + NODE_H, yb = b.y;
+        if (k === 0) d += "M" + a.x.toFixed(1) + "," + ya;
+        else if (a.dummy) d += " L" + a.x.toFixed(1) + "," + ya;
+        const my = (ya + yb) / 2;
+        d += " C" + a.x.toFixed(1) + "," + my + " " + b.x.toFixed(1) + "," + my + " " + b.x.toFixed(1) + "," + yb;
+        x1 = a.x;
+      }
+      const x2 = e.B.x, y2 = e.B.y;
       const path = s("path", { class: "edge" + (e.cross ? " cross" : ""), d });
       edgesG.appendChild(path);
       if (e.cross) {
