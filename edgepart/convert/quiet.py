@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import warnings
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator
 from typing import Any
 

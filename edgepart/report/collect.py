@@ -89,10 +89,10 @@ def report_document(view: PlanView, measured: Sequence[MeasuredSchedule] = ()) -
     reasons: list[str] = []
     rix: dict[str, int] = {}
     why: list[dict[str, int]] = []
-    for p in range(len(procs)):
+    for q in range(len(procs)):
         d: dict[str, int] = {}
-        for op in np.flatnonzero(~sup.supported[:, p]).tolist():
-            text = sup.why(op, p) or "refused"
+        for op in np.flatnonzero(~sup.supported[:, q]).tolist():
+            text = sup.why(op, q) or "refused"
             if text not in rix:
                 rix[text] = len(reasons)
                 reasons.append(text)
@@ -269,6 +269,7 @@ def report_document(view: PlanView, measured: Sequence[MeasuredSchedule] = ()) -
                 "color": colors[k],
                 "domain": p.memory_domain,
                 "bandwidth": _r(hw.processors[k].bandwidth),
+                "table": gc.cm.table_name(p.name),
                 "peaks": {dt: _r(v) for dt, v in sorted(hw.processors[k].peak_ops.items())},
             }
             for k, p in enumerate(prof.processors)

@@ -12,7 +12,8 @@ numeric values are colored by the ``gradient``. Overlays written by :func:`write
 * ``tflite_default``: the processor TFLite's default delegates would give the op;
 * ``predicted_us``: the cost model's latency on the chosen processor, microseconds;
 * ``measured_us``: latency-table measurements of ops on their chosen processor, where the
-  table has one (written only if some op has one).
+  table has one (written only if some op has one); its name says which table, so a host table
+  standing in for a phone processor is not mistaken for the phone.
 
 Open them with ``model-explorer MODEL.tflite --node_data_paths=a.json,b.json``.
 """
@@ -90,13 +91,18 @@ def overlay_documents(doc: dict[str, Any], gid: str) -> dict[str, dict[str, Any]
     pname = [p["name"] for p in procs]
     out: dict[str, dict[str, Any]] = {}
     out["processor"] = _categorical(
-        gid, "edgepart: processor", [(pname[ops["proc"][i]], color[ops["proc"][i]]) for i in range(n)]
+        gid,
+        "edgepart: processor",
+        [(pname[ops["proc"][i]], color[ops["proc"][i]]) for i in range(n)],
     )
     out["partition"] = _categorical(
         gid,
         "edgepart: partition",
         [
-            (f"{parts[ops['part'][i]]['id']} {parts[ops['part'][i]]['unit']}", color[ops["proc"][i]])
+            (
+                f"{parts[ops['part'][i]]['id']} {parts[ops['part'][i]]['unit']}",
+                color[ops["proc"][i]],
+            )
             for i in range(n)
         ],
     )
@@ -118,7 +124,10 @@ def overlay_documents(doc: dict[str, Any], gid: str) -> dict[str, dict[str, Any]
             meas[i] = v
     out["predicted_us"] = _numeric(gid, "edgepart: predicted latency (us)", pred)
     if meas:
-        out["measured_us"] = _numeric(gid, "measured latency (us, latency table)", meas)
+        tables = sorted({procs[ops["proc"][i]]["table"] or "?" for i in meas})
+        out["measured_us"] = _numeric(
+            gid, f"measured latency (us, latency table {', '.join(tables)})", meas
+        )
     return out
 
 

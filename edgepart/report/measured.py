@@ -80,11 +80,10 @@ def _host(doc: Mapping[str, Any], path: str, ids: Sequence[str]) -> MeasuredSche
             f"--measured {path}: the run record has no benchmark.timeline (written by "
             "`edgepart run --benchmark --json` of this version); run the benchmark again"
         )
-    unknown = sorted(set(timeline) - set(ids))
-    if unknown or set(timeline) != set(ids):
+    if set(timeline) != set(ids):
         raise UsageError(
-            f"--measured {path}: partitions {sorted(timeline)} do not match the plan's {list(ids)}; "
-            "give the record of a run of this bundle"
+            f"--measured {path}: partitions {sorted(timeline)} do not match the plan's "
+            f"{list(ids)}; give the record of a run of this bundle"
         )
     bars = tuple(
         (pid, float(timeline[pid]["start_s"]), float(timeline[pid]["end_s"])) for pid in ids
@@ -97,15 +96,15 @@ def _host(doc: Mapping[str, Any], path: str, ids: Sequence[str]) -> MeasuredSche
             f"{', '.join(fallback)} ran on the host fallback executor (no delegate library for "
             "their processor here): those bars are host CPU timings, not the processor's"
         )
-    label = "measured: host run" + (" (host fallback for " + ", ".join(fallback) + ")" if fallback else "")
+    label = "measured: host run" + (
+        " (host fallback for " + ", ".join(fallback) + ")" if fallback else ""
+    )
     return MeasuredSchedule(
         label, "host", bars, bench.get("latency_median_s"), tuple(notes), tuple(fallback)
     )
 
 
-def _phones(
-    doc: Mapping[str, Any], path: str, partitions: Sequence[Any]
-) -> list[MeasuredSchedule]:
+def _phones(doc: Mapping[str, Any], path: str, partitions: Sequence[Any]) -> list[MeasuredSchedule]:
     ids = [q.id for q in partitions]
     devices = {str(d.get("serial")): d.get("device") or {} for d in doc.get("devices", [])}
     out = []

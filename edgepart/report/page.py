@@ -21,26 +21,47 @@ _CSP = (
 )
 
 _SECTIONS = (
-    ("graph", "Op graph", "Every op colored by the processor it runs on; partitions are bands in "
-     "plan order, and edges crossing a partition boundary carry the bytes they move."),
-    ("schedule", "Schedules", "Predicted Gantt charts of edgepart's plan and of TFLite's default "
-     "placement (units and links as rows), and measured runs when given."),
+    (
+        "graph",
+        "Op graph",
+        "Every op colored by the processor it runs on; partitions are bands in "
+        "plan order, and edges crossing a partition boundary carry the bytes they move.",
+    ),
+    (
+        "schedule",
+        "Schedules",
+        "Predicted Gantt charts of edgepart's plan and of TFLite's default "
+        "placement (units and links as rows), and measured runs when given.",
+    ),
     ("stages", "Stage timeline", ""),
     ("default", "TFLite's default beside edgepart", ""),
-    ("ops", "Per-op table", "Latency of each op on each processor (microseconds, from the cost "
-     "model), the chosen processor, and why the others refuse it (TFLite's reason)."),
+    (
+        "ops",
+        "Per-op table",
+        "Latency of each op on each processor (microseconds, from the cost "
+        "model), the chosen processor, and why the others refuse it (TFLite's reason).",
+    ),
     ("roofline", "Roofline", ""),
     ("arena", "Arena", ""),
 )
 
 
 def _asset(name: str) -> str:
-    return resources.files("edgepart.report").joinpath("assets", name).read_text("utf-8")
+    return resources.files("edgepart.report").joinpath("assets").joinpath(name).read_text("utf-8")
+
+
+def _code() -> str:
+    js = _asset("report.js")
+    if "</script" in js.lower() or "<!--" in js:  # would end the element early
+        raise AssertionError("report.js must not contain '</script' or '<!--'")
+    return js
 
 
 def _script_json(doc: Any) -> str:
     """JSON safe inside ``<script>``: no ``</``, no ``<!--``, no U+2028/U+2029."""
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(
+        doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
@@ -71,6 +92,6 @@ def render_html(doc: dict[str, Any]) -> str:
         f"<style>{_asset('report.css')}</style></head>\n"
         f'<body><header id="top"></header><nav>{nav}</nav>\n{sections}\n'
         f'<script type="application/json" id="edgepart-data">{_script_json(doc)}</script>\n'
-        f"<script>{_asset('report.js')}</script>\n"
+        f"<script>{_code()}</script>\n"
         "</body></html>\n"
     )

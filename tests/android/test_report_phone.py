@@ -29,9 +29,13 @@ def test_phone_bench_becomes_a_measured_schedule(
         PartitionSpec(ops=[3], processor="cpu", predicted={"start_s": 2e-5, "end_s": 2.5e-5}),
         PartitionSpec(ops=[4, 5, 6], processor="tpu", predicted={"duration_s": 5e-6}),
     ]
-    write_bundle(bundle, model, specs, profile="pixel8", plan_extra={"predicted": {"latency_s": 3e-5}})
+    write_bundle(
+        bundle, model, specs, profile="pixel8", plan_extra={"predicted": {"latency_s": 3e-5}}
+    )
     monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
-    status, bench, err = cli_json(capsys, *adb_args("bench", bundle, *RUNS, "--resume", str(tmp_path / "res")))
+    status, bench, err = cli_json(
+        capsys, *adb_args("bench", bundle, *RUNS, "--resume", str(tmp_path / "res"))
+    )
     assert status == 0, err
     record = tmp_path / "bench.json"
     record.write_text(json.dumps(bench))
@@ -45,7 +49,9 @@ def test_phone_bench_becomes_a_measured_schedule(
     ends: dict[str, float] = {}
     for bar, part in zip(sched["bars"], plan["partitions"], strict=True):
         assert bar["label"] == part["id"]
-        assert bar["end"] - bar["start"] == pytest.approx(rows[part["id"]]["median_ms"] / 1e3, rel=1e-3)
+        assert bar["end"] - bar["start"] == pytest.approx(
+            rows[part["id"]]["median_ms"] / 1e3, rel=1e-3
+        )
         for dep in part["depends_on"]:
             assert bar["start"] >= ends[dep] - 1e-12  # after what it reads
         ends[part["id"]] = bar["end"]

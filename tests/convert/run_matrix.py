@@ -2,7 +2,8 @@
 
 ``python run_matrix.py SOURCE OUT_DIR [--calibration-data DIR] [MODE ...]`` converts ``SOURCE``
 with :func:`edgepart.convert.convert_model` once per mode (default: all four) into
-``OUT_DIR/<mode>.tflite`` and prints one JSON list of ``ConversionResult.to_dict()``. The tests
+``OUT_DIR/<mode>.tflite`` and writes one JSON list of ``ConversionResult.to_dict()`` to
+``OUT_DIR/results.json``. The tests
 run it in a child process so TensorFlow never loads into the pytest process; conversions in one
 process share nothing but TensorFlow itself (each builds its own function and converter).
 """
@@ -34,7 +35,7 @@ def main() -> int:
             calibration_data=args.calibration_data,
         )
         results.append(res.to_dict())
-    json.dump(results, sys.stdout, sort_keys=True)
+    (out / "results.json").write_text(json.dumps(results, sort_keys=True))
     return 0
 
 

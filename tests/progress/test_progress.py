@@ -50,7 +50,9 @@ def test_draws_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("stream", [io.StringIO(), None])
-def test_silent_when_not_a_terminal(stream: io.StringIO | None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_silent_when_not_a_terminal(
+    stream: io.StringIO | None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("EDGEPART_PROGRESS", raising=False)
     with Progress("profiling", 3, stream=stream, min_interval=0) as bar:
         assert not bar.enabled
@@ -84,7 +86,9 @@ def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_throttled_and_thread_safe() -> None:
     buf = io.StringIO()
     bar = Progress("phones", 400, stream=buf, enabled=True, min_interval=3600)
-    threads = [threading.Thread(target=lambda: [bar.advance() for _ in range(100)]) for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: [bar.advance() for _ in range(100)]) for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -12,10 +12,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from report_browser import artifacts_dir, chromium  # noqa: E402
-from report_models import branchy_model  # noqa: E402
+from report_browser import artifacts_dir, chromium
+from report_models import branchy_model
 
-from edgepart.cli import main  # noqa: E402
+from edgepart.cli import main
 
 
 def partition(model: Path, out: Path, *extra: str, profile: str = "pixel8") -> Path:

@@ -76,7 +76,9 @@ class PageLog:
     requests: list[str] = field(default_factory=list)
 
 
-def open_page(ctx: Any, url: str, ready: str | None = None, timeout_ms: int = 60_000) -> tuple[Any, PageLog]:
+def open_page(
+    ctx: Any, url: str, ready: str | None = None, timeout_ms: int = 60_000
+) -> tuple[Any, PageLog]:
     """Open ``url`` in a new page, recording console errors and requests; wait for ``ready``
     (a JavaScript expression) if given."""
     page = ctx.new_page()

@@ -61,10 +61,16 @@ def explorer_server(
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and url is None:
             assert proc.poll() is None, (tmp_path / "model_explorer.log").read_text()
-            m = re.search(r"(http://127\.0\.0\.1:\d+/\?data=\S+)", (tmp_path / "model_explorer.log").read_text())
+            m = re.search(
+                r"(http://127\.0\.0\.1:\d+/\?data=\S+)",
+                (tmp_path / "model_explorer.log").read_text(),
+            )
             url = m.group(1) if m else None
             time.sleep(0.3)
-        assert url, "Model Explorer did not print its address: " + (tmp_path / "model_explorer.log").read_text()
+        assert url, (
+            "Model Explorer did not print its address: "
+            + (tmp_path / "model_explorer.log").read_text()
+        )
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/check_health", timeout=10) as r:
             assert r.read() == b"model_explorer_ok"
         yield url, res.document, order
@@ -88,12 +94,14 @@ def test_model_explorer_loads_the_overlays(
         page.get_by_text(name, exact=True).first.wait_for(timeout=90_000)
     # Model Explorer fetched every file through its own file reader
     fetched = [u for u in log.requests if "/api/v1/read_text_file" in u]
-    assert sorted(Path(urllib.request.unquote(u.split("path=", 1)[1])).name for u in fetched) == sorted(
-        p.name for p in overlays
-    )
+    assert sorted(
+        Path(urllib.request.unquote(u.split("path=", 1)[1])).name for u in fetched
+    ) == sorted(p.name for p in overlays)
     page.get_by_text("Aggregated stats").first.wait_for(timeout=60_000)
     # the latency overlay's sum over the graph's nodes equals what edgepart wrote
-    latency = json.loads(next(p for p in overlays if p.name.endswith(".predicted_us.json")).read_text())
+    latency = json.loads(
+        next(p for p in overlays if p.name.endswith(".predicted_us.json")).read_text()
+    )
     total = sum(r["value"] for r in latency["main"]["results"].values())
     body = page.inner_text("body")
     line = next(ln for ln in body.splitlines() if ln.startswith("Sum"))

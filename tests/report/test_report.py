@@ -33,9 +33,7 @@ def test_document_agrees_with_the_bundle(bundle_3: Path) -> None:
     n = len(doc["ops"]["type"])
     part = doc["ops"]["part"]
     crossing = {t for a, b, t, _ in doc["edges"] if a < n and b < n and part[a] != part[b]}
-    handed = {
-        t["tensor"] for p in plan["partitions"] if p["depends_on"] for t in p["inputs"]
-    }
+    handed = {t["tensor"] for p in plan["partitions"] if p["depends_on"] for t in p["inputs"]}
     assert crossing == handed
     # refusal reasons are TFLite's "OPNAME: reason" lines
     for p, why in enumerate(doc["ops"]["why"]):
@@ -68,7 +66,9 @@ def test_model_explorer_overlays(bundle_3: Path, tmp_path: Path) -> None:
     doc = res.document
     names = sorted(p.name for p in res.overlays)
     stem = "mobilenet_v2"
-    assert names == sorted(f"{stem}.{k}.json" for k in ("processor", "partition", "tflite_default", "predicted_us"))
+    assert names == sorted(
+        f"{stem}.{k}.json" for k in ("processor", "partition", "tflite_default", "predicted_us")
+    )
     n = len(doc["ops"]["type"])
     procs = [p["name"] for p in doc["processors"]]
     files = {p.name.split(".")[1]: json.loads(p.read_text()) for p in res.overlays}
@@ -157,8 +157,23 @@ def test_bad_input_is_one_line_exit_2(
         extra = ["--model", str(corpus["densenet_tiny"])]
     elif case == "foreign-run":
         run = tmp_path / "run.json"
-        assert main(["run", str(bundle_1), "--random", "--benchmark", "--repeat", "3",
-                     "--warmup", "1", "--json", str(run)]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    str(bundle_1),
+                    "--random",
+                    "--benchmark",
+                    "--repeat",
+                    "3",
+                    "--warmup",
+                    "1",
+                    "--json",
+                    str(run),
+                ]
+            )
+            == 0
+        )
         capsys.readouterr()
         extra = ["--measured", str(run)]
     elif case == "output-dir":

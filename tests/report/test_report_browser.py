@@ -52,7 +52,9 @@ def _check_graph(page: Any, doc: dict[str, Any], *, color_by: str = "proc") -> l
             i = int(nd["op"])
             seen[i] += 1
             want = color[ops[color_by][i]]
-            assert nd["fill"] == want, f"op {i}: drawn {nd['fill']}, its processor's color is {want}"
+            assert nd["fill"] == want, (
+                f"op {i}: drawn {nd['fill']}, its processor's color is {want}"
+            )
             assert nd["proc"] == procs[ops[color_by][i]]["name"]
             continue
         key, count = nd["group"], int(nd["ops"])
@@ -84,7 +86,8 @@ def _expand_all(page: Any, doc: dict[str, Any]) -> None:
 
 def _check_gantt(page: Any, doc: dict[str, Any]) -> None:
     bars = page.evaluate(
-        """() => [...document.querySelectorAll('svg.gantt[data-schedule="edgepart"] .bar.partition')]
+        """() => [...document.querySelectorAll(
+            'svg.gantt[data-schedule="edgepart"] .bar.partition')]
         .map(b => ({label: b.dataset.label, proc: b.dataset.proc,
                     fill: b.querySelector('rect').getAttribute('fill')}))"""
     )
@@ -98,7 +101,9 @@ def _check_gantt(page: Any, doc: dict[str, Any]) -> None:
     assert page.locator("svg.roofline").count() == len(doc["processors"])
 
 
-def test_one_partition_bundle(browser: Any, bundle_1: Path, tmp_path: Path, artifacts: Path) -> None:
+def test_one_partition_bundle(
+    browser: Any, bundle_1: Path, tmp_path: Path, artifacts: Path
+) -> None:
     res = write_report(bundle_1, tmp_path / "r.html")
     doc = res.document
     assert len(doc["partitions"]) == 1
@@ -139,14 +144,17 @@ def test_three_partition_stream_bundle_with_a_measured_run(
     assert page.locator('svg.gantt[data-schedule="stages"] .bar').count() == 12
     # crossing bytes on the graph add up to what the partitions exchange
     crossing = page.evaluate(
-        "() => [...document.querySelectorAll('#graph-svg path.edge.cross')].map(p => +p.dataset.bytes)"
+        "() => [...document.querySelectorAll('#graph-svg path.edge.cross')]"
+        ".map(p => +p.dataset.bytes)"
     )
     assert crossing and all(b > 0 for b in crossing)
     _expand_all(page, doc)
     _finish(page, log, artifacts, "bundle_3_partitions_stream")
 
 
-def test_more_than_ten_partitions(browser: Any, bundle_10: Path, tmp_path: Path, artifacts: Path) -> None:
+def test_more_than_ten_partitions(
+    browser: Any, bundle_10: Path, tmp_path: Path, artifacts: Path
+) -> None:
     res = write_report(bundle_10, tmp_path / "r.html")
     doc = res.document
     nparts = len(doc["partitions"])

@@ -30,7 +30,11 @@ def test_spans_follow_dependencies_in_both_schedulers() -> None:
             bundle=build_bundle(model, _specs(depth), arena="boundary"), parallel=parallel
         )
         pi.allocate_tensors()
-        x = np.random.default_rng(0).standard_normal(pi.get_input_details()[0]["shape"]).astype(np.float32)
+        x = (
+            np.random.default_rng(0)
+            .standard_normal(pi.get_input_details()[0]["shape"])
+            .astype(np.float32)
+        )
         spans = measure_timeline(pi, [x], warmup=2, repeat=15)
         p0, p1, p2 = (spans[p.id] for p in pi.plan.partitions)
         for s in (p0, p1, p2):

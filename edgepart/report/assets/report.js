@@ -1,6 +1,6 @@
 /* edgepart report renderer: plain JS and SVG, no libraries, no network.
  *
- * Reads the document from <script id="edgepart-data" type="application/json"> and draws every
+ * Reads the document from the JSON script element "edgepart-data" and draws every
  * section. The op graph uses a layered DAG layout: partitions are stacked as horizontal bands in
  * plan order (a dependency order), nodes are layered by longest path inside their band, ordered
  * in each layer by barycenter sweeps and placed near the mean of their neighbours. Big graphs
