@@ -216,6 +216,8 @@ def convert_model(
         from edgepart.devices.profile import load_profile
 
         prof: Any = load_profile(profile)  # fail on a bad profile before the slow part
+    if signature is not None and kind != "savedmodel":
+        raise UsageError("--signature applies to SavedModel sources")
     warnings: list[str] = []
     if kind == "torch":
         from edgepart.convert.torch_backend import load_torch_source
@@ -225,8 +227,6 @@ def convert_model(
         from edgepart.convert.tf_backend import load_tf_source
 
         src = load_tf_source(source, kind, shapes, signature)
-    if signature is not None and kind != "savedmodel":
-        raise UsageError("--signature applies to SavedModel sources")
     specs: list[InputSpec] = list(src.inputs)
     given = None
     if calibration_data is not None:

@@ -120,6 +120,13 @@ def view_of_bundle(
             f"the bundle was planned for {plan.device_profile}; costs and support below are "
             f"{prof.name}'s"
         )
+    names = {p.name for p in prof.processors}
+    alien = sorted({p.processor for p in plan.partitions} - names)
+    if alien:
+        raise UsageError(
+            f"{path}: partitions run on {alien}, which profile {prof.name!r} does not have "
+            f"(its processors: {sorted(names)}); give the bundle's own profile"
+        )
     m = read_model(mp)
     cm = _cost_model(prof, latency_tables, table_for or {})
     problem = model_costgraph(m, prof, cm, subgraph=plan.subgraph)

@@ -47,6 +47,8 @@ def _one_error(capsys: Any) -> str:
         ),
         (lambda d: _touch(d / "m.keras"), ["--input-shape", "1,a,3"], "expected DIMS or NAME=DIMS"),
         (lambda d: _touch(d / "m.keras"), ["--check-samples", "0"], "need at least 1"),
+        (lambda d: _touch(d / "m.keras"), ["--signature", "s"], "applies to SavedModel sources"),
+        (lambda d: _touch(d / "m.keras"), ["--profile", "no_such_phone"], "no_such_phone"),
     ],
 )
 def test_bad_requests_fail_in_one_line(

@@ -132,6 +132,7 @@ def test_measured_overlay_from_a_latency_table(
         ("foreign-run", "do not match the plan's"),
         ("output-dir", "is a directory"),
         ("bad-json", "invalid JSON at line 1"),
+        ("alien-profile", "which profile 'coral_devboard' does not have"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(
@@ -182,6 +183,8 @@ def test_bad_input_is_one_line_exit_2(
         bad = tmp_path / "bad.json"
         bad.write_text("{not json")
         extra = ["--measured", str(bad)]
+    elif case == "alien-profile":
+        extra = ["--profile", "coral_devboard"]
     status = main(["report", target, "-o", str(out), *extra])
     err = capsys.readouterr().err
     assert status == 2
