@@ -33,6 +33,8 @@ def _finish(page: Any, log: Any, artifacts: Path, name: str) -> None:
     assert log.errors == [], log.errors
     foreign = [u for u in log.requests if not u.startswith(("file:", "data:"))]
     assert foreign == [], f"the report asked the network for {foreign}"
+    page.mouse.move(1, 1)  # no tooltip over the page
+    page.evaluate("window.scrollTo(0, 0)")  # the sticky menu at the top
     page.screenshot(path=str(artifacts / f"report_{name}.png"), full_page=True)
     page.close()
 

@@ -84,6 +84,7 @@
   }
   const tip = h("div", { class: "tip" });
   document.body.appendChild(tip);
+  window.addEventListener("scroll", () => (tip.style.display = "none"), { passive: true });
   function hover(el, textFn) {
     el.addEventListener("mousemove", (ev) => {
       tip.textContent = textFn();
@@ -316,10 +317,13 @@
       for (const Ls of seq) {
         const want = Ls.map((nd) => {
           const nb = down ? nd.up : nd.down;
-          if (!nb.length) return nd.x;
-          let sum = 0;
-          for (const m of nb) sum += m.x;
-          return sum / nb.length;
+          let sum = 0, wt = 0;
+          for (const m of nb) {
+            const w = m.dummy ? 0.05 : 1;
+            sum += w * m.x;
+            wt += w;
+          }
+          return wt ? sum / wt : nd.x;
         });
         placeLayer(Ls, want);
       }
@@ -352,27 +356,31 @@
   // least-squares sense while keeping neighbours X_GAP apart: with c_k the smallest offset of
   // node k from node 0, x_k - c_k must be non-decreasing, which is isotonic regression (pool
   // adjacent violators) of want_k - c_k.
+  // Virtual nodes weigh little, so the ops keep their places and the edges make way.
   function placeLayer(Ls, want) {
     const c = [0];
     for (let k = 1; k < Ls.length; k++) c.push(c[k - 1] + Ls[k - 1].w / 2 + X_GAP + Ls[k].w / 2);
     const stack = [];
     for (let k = 0; k < Ls.length; k++) {
-      stack.push({ sum: want[k] - c[k], n: 1 });
+      const wt = Ls[k].dummy ? 0.05 : 1;
+      stack.push({ sum: wt * (want[k] - c[k]), wt, n: 1 });
       while (stack.length > 1) {
         const a = stack[stack.length - 2], b = stack[stack.length - 1];
-        if (a.sum / a.n <= b.sum / b.n) break;
+        if (a.sum / a.wt <= b.sum / b.wt) break;
         stack.pop();
         a.sum += b.sum;
+        a.wt += b.wt;
         a.n += b.n;
       }
     }
     let k = 0;
-    for (const blk of stack) for (let j = 0; j < blk.n; j++, k++) Ls[k].x = blk.sum / blk.n + c[k];
+    for (const blk of stack) for (let j = 0; j < blk.n; j++, k++) Ls[k].x = blk.sum / blk.wt + c[k];
   }
 
   // ------------------------------------------------------------------ graph rendering
   let graphSvg, viewport;
   function renderGraph() {
+    tip.style.display = "none"; // its node may be gone
     const gr = buildGraph();
     const lay = layout(gr);
     G.current = gr;
@@ -787,7 +795,8 @@
       const ly = (v) => H - b - ((Math.log10(v) - Math.log10(ylo)) / (Math.log10(yhi) - Math.log10(ylo))) * (H - t - b);
       const svg = s("svg", { class: "chart roofline", viewBox: "0 0 " + W + " " + H, "data-proc": pr.name });
       svg.appendChild(s("text", { x: l, y: 10, "font-weight": 600, text: pr.name + " (" + pr.delegate + ")" }));
-      svg.appendChild(s("text", { x: l, y: 22, text: peaks.map(([k, v]) => k + " " + fmtRate(v) + "op/s").join(", ") + "; memory " + fmtRate(pr.bandwidth) + "B/s" }));
+      const short = (k) => k.replace("FLOAT", "fp").replace("INT", "int");
+      svg.appendChild(s("text", { x: l, y: 22, "font-size": 10, text: "peak " + peaks.map(([k, v]) => short(k) + " " + fmtRate(v).trim()).join(", ") + " op/s; memory " + fmtRate(pr.bandwidth) + "B/s" }));
       const ax = s("g", { class: "axis" });
       for (let e = Math.ceil(Math.log10(xlo)); e <= Math.floor(Math.log10(xh)); e++) {
         ax.appendChild(s("line", { x1: lx(10 ** e), x2: lx(10 ** e), y1: t, y2: H - b }));
@@ -811,7 +820,7 @@
       for (const [i, oi, a] of att) {
         if (a < ylo || a > yhi) continue;
         const here = D.ops.proc[i] === p;
-        const c = s("circle", { cx: lx(oi).toFixed(1), cy: ly(a).toFixed(1), r: here ? 3 : 2, fill: here ? pr.color : "#c7ccd4", "fill-opacity": here ? 0.9 : 0.6, "data-op": i });
+        const c = s("circle", { cx: lx(oi).toFixed(1), cy: ly(a).toFixed(1), r: here ? 3 : 2.5, fill: here ? pr.color : "#8b95a3", "fill-opacity": here ? 0.9 : 0.55, "data-op": i });
         hover(c, () => "op " + i + " " + typeName(i) + "\n" + oi.toPrecision(3) + " FLOP/B, " + fmtRate(a) + "FLOP/s on " + pr.name + " (" + D.sources[D.ops.src[p][i]] + ")");
         dots.appendChild(c);
       }
