@@ -14,6 +14,7 @@ __all__ = [
     "BenchmarkOutputError",
     "BundleError",
     "CommandTimeoutError",
+    "ConversionError",
     "CostGraphError",
     "DeviceDisconnectedError",
     "DeviceNotFoundError",
@@ -59,6 +60,11 @@ class CostGraphError(EdgepartError):
 
 class LatencyTableError(EdgepartError):
     """A latency-table file is invalid (names the file and entry)."""
+
+
+class ConversionError(EdgepartError):
+    """A source model cannot be loaded or converted to TFLite (names the file and the failing
+    op or layer, with the converter's own words)."""
 
 
 class PlacementInfeasibleError(EdgepartError):

@@ -13,6 +13,7 @@ device's jobs (recorded in :attr:`DeviceResult.error`) but not the other devices
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -65,17 +66,30 @@ def run_on_devices(
     *,
     server: AdbServer | None = None,
     followup: Followup | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> list[DeviceResult]:
     """Run ``jobs`` on every device of ``serials`` (``None``: ``ANDROID_SERIAL`` or the only one).
 
     Runs already final in ``store`` are not repeated (their records are returned with
-    ``"resumed": True``).
+    ``"resumed": True``). ``progress(done, total, label)`` is called after each run on any
+    device (from the device threads; follow-up runs add to the total).
     """
     server = server or AdbServer.from_env()
     workdir = f"edgepart-{settings_digest(store.settings)}"
+    counts = {"done": 0, "total": len(serials) * len(jobs)}
+    lock = threading.Lock()
+
+    def tick(serial: str, label: str, added: int) -> None:
+        if progress is None:
+            return
+        with lock:
+            counts["done"] += 1
+            counts["total"] += added
+            done, total = counts["done"], counts["total"]
+        progress(done, total, f"{serial}: {label}")
 
     def one(serial: str | None) -> DeviceResult:
-        return _run_device(serial, jobs, settings, store, server, followup, workdir)
+        return _run_device(serial, jobs, settings, store, server, followup, workdir, tick)
 
     if len(serials) == 1:
         return [one(serials[0])]
@@ -91,6 +105,7 @@ def _run_device(
     server: AdbServer,
     followup: Followup | None,
     workdir: str,
+    tick: Callable[[str, str, int], None] | None = None,
 ) -> DeviceResult:
     res = DeviceResult(serial or "(default device)", started=time.monotonic())
     if serial is not None and _replay(res, jobs, store, followup):
@@ -117,8 +132,10 @@ def _run_device(
                     store.note_device(device.serial, res.info)
                 rec = _run_one(session, job, store)
             res.records.append(rec)
-            if followup is not None:
-                queue[0:0] = followup(job, rec)
+            more = followup(job, rec) if followup is not None else []
+            queue[0:0] = more
+            if tick is not None:
+                tick(device.serial, job.label, len(more))
     except EdgepartError as err:
         failure = err
         res.error, res.error_type = str(err), type(err).__name__

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +62,7 @@ def solve_exact(
     *,
     time_limit: float = 60.0,
     incumbents: Sequence[np.ndarray] = (),
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> ExactResult:
     """Branch and bound to the optimal placement of ``g`` (see the module docstring).
 
@@ -75,6 +76,9 @@ def solve_exact(
         Seconds; when reached the best placement found is returned with ``optimal=False``.
     incumbents : sequence of numpy.ndarray
         Known placements (unit per node) to start from; the best feasible one bounds the search.
+    progress : callable, optional
+        ``progress(elapsed_ms, limit_ms, label)`` every 256 search nodes (a progress bar:
+        :class:`edgepart.progress.Progress`); the label gives nodes searched and the best so far.
 
     Raises
     ------
@@ -171,8 +175,17 @@ def solve_exact(
     def rec(k: int, work: float, lb_fin: float) -> None:
         nonlocal best_units, best_ev, best_key
         state["nodes"] += 1
-        if (state["nodes"] & 255) == 1 and time.perf_counter() > deadline:
-            state["timeout"] = True
+        if (state["nodes"] & 255) == 1:
+            now = time.perf_counter()
+            if now > deadline:
+                state["timeout"] = True
+            if progress is not None:
+                best = "-" if best_ev is None else f"{best_key[0] * 1e3:.3f} ms"
+                progress(
+                    int((now - t0) * 1e3),
+                    int(time_limit * 1e3),
+                    f"{state['nodes']} nodes, best {best}",
+                )
         if state["timeout"]:
             return
         if k == n:
@@ -245,6 +258,8 @@ def solve_exact(
 
     rec(0, 0.0, 0.0)
     elapsed = time.perf_counter() - t0
+    if progress is not None:
+        progress(int(time_limit * 1e3), int(time_limit * 1e3), f"{state['nodes']} nodes, done")
     if best_units is None or best_ev is None:
         # No incumbent and nothing feasible found in time: fall back to an evaluation of the
         # all-fastest placement so the caller gets a concrete (infeasible) answer to report.

@@ -243,6 +243,7 @@ def _bench_doc(b: BenchReport) -> dict[str, Any]:
             }
             for k, s in b.partitions.items()
         },
+        "timeline": {k: {"start_s": v.start_s, "end_s": v.end_s} for k, v in b.timeline.items()},
         "stream_items": b.stream_items,
         "stream_seconds": b.stream_seconds,
         "throughput_per_s": b.throughput_per_s,

@@ -16,6 +16,7 @@ import numpy as np
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
 from edgepart.runtime.latency import LatencyStats, time_calls
+from edgepart.runtime.timeline import PartitionSpan, measure_timeline
 
 if TYPE_CHECKING:
     from edgepart.runtime.interpreter import PartitionedInterpreter
@@ -203,6 +204,8 @@ class BenchReport:
     stream_items: int = 0
     stream_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    timeline: Mapping[str, PartitionSpan] = field(default_factory=dict)
+    """Median start/end of each partition inside an invocation (:mod:`.timeline`)."""
 
     @property
     def throughput_per_s(self) -> float | None:
@@ -233,6 +236,7 @@ def benchmark_bundle(
         if dur is None and pred.get("start_s") is not None and pred.get("end_s") is not None:
             dur = pred["end_s"] - pred["start_s"]
         predicted[p.id] = dur
+    timeline = measure_timeline(interp, inputs, warmup=min(warmup, 3), repeat=max(1, repeat // 5))
     plan_pred = interp.plan.predicted or {}
     n_stream, secs = 0, 0.0
     if stream > 0:
@@ -251,4 +255,5 @@ def benchmark_bundle(
         predicted_partitions=predicted,
         stream_items=n_stream,
         stream_seconds=secs,
+        timeline=timeline,
     )
