@@ -28,6 +28,7 @@ from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Subgraph
 
 __all__ = [
+    "SHAPE_INPUTS",
     "NodeSelection",
     "dynamic_tensor",
     "fp16_dequant_map",
@@ -265,7 +266,7 @@ def prefix_cut_nodes(
 
 # Inputs whose values decide the output shape; non-constant ones make the output dynamic when the
 # kernel prepares (SetTensorToDynamic). Ops listed with () always produce dynamic outputs.
-_SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
+SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "RESHAPE": (1,),
     "TILE": (1,),
     "SLICE": (1, 2),
@@ -312,11 +313,11 @@ def dynamic_tensor(sg: Subgraph) -> int | None:
     kept static, as the kernel does.
     """
     const = sg.tensor_is_constant
-    cand = np.flatnonzero(_ops_named(sg, tuple(_SHAPE_INPUTS)))
+    cand = np.flatnonzero(_ops_named(sg, tuple(SHAPE_INPUTS)))
     for op in cand.tolist():
         ins = sg.op_inputs.row_tuple(op)
         name = sg.op_name(op)
-        keys = _SHAPE_INPUTS[name]
+        keys = SHAPE_INPUTS[name]
         outs = sg.op_outputs.row_tuple(op)
         if not keys:
             return outs[0] if outs else None

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgepart.claim.control import ops_touching
-from edgepart.claim.helpers import _SHAPE_INPUTS, select_nodes
+from edgepart.claim.helpers import SHAPE_INPUTS, select_nodes
 from edgepart.devices.delegate import DelegateSpec, load_delegate
 from edgepart.devices.profile import DeviceProfile
 from edgepart.ir.graph import Subgraph
@@ -69,12 +69,12 @@ def dynamic_tensors(sg: Subgraph) -> np.ndarray:
     dyn = np.zeros(sg.num_tensors, dtype=bool)
     names = [c.name for c in sg.opcodes]
     flagged = np.zeros(sg.num_ops, dtype=bool)
-    kinds = np.array([nm in _SHAPE_INPUTS for nm in names], dtype=bool)
+    kinds = np.array([nm in SHAPE_INPUTS for nm in names], dtype=bool)
     cand = np.flatnonzero(kinds[sg.op_opcode]) if len(kinds) else np.zeros(0, np.int64)
     for op in cand.tolist():
         ins = sg.op_inputs.row_tuple(op)
         name = names[int(sg.op_opcode[op])]
-        keys = _SHAPE_INPUTS[name]
+        keys = SHAPE_INPUTS[name]
         outs = sg.op_outputs.row_tuple(op)
         if not keys:
             flagged[op] = True

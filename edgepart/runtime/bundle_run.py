@@ -25,13 +25,13 @@ from edgepart.errors import UsageError
 from edgepart.fileio import atomic_write
 from edgepart.runtime.executors import ExecutorChoice
 from edgepart.runtime.interpreter import PartitionedInterpreter
+from edgepart.runtime.latency import run_once
 from edgepart.runtime.verification import (
     BenchReport,
     OutputDiff,
     benchmark_bundle,
     open_source_model,
     resolve_inputs,
-    run_once,
     verify_outputs,
 )
 

@@ -11,12 +11,16 @@ result)``, one result per period once the pipeline is full).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["LatencyStats", "StreamStats", "time_calls", "time_stream"]
+if TYPE_CHECKING:
+    from edgepart.runtime.interpreter import PartitionedInterpreter
+
+__all__ = ["LatencyStats", "StreamStats", "run_once", "time_calls", "time_stream"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +91,11 @@ def time_stream(results: Iterable[object]) -> StreamStats:
             first = last
         n += 1
     return StreamStats(n, last - t0, last - first)
+
+
+def run_once(interp: PartitionedInterpreter, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Set the inputs, invoke once, return copies of the outputs (output-detail order)."""
+    for d, x in zip(interp.get_input_details(), inputs, strict=True):
+        interp.set_tensor(d["index"], x)
+    interp.invoke()
+    return [interp.get_tensor(d["index"]) for d in interp.get_output_details()]

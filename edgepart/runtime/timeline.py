@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from edgepart.runtime.dispatch import Concurrent
+from edgepart.runtime.latency import run_once
 
 if TYPE_CHECKING:
     from edgepart.runtime.interpreter import PartitionedInterpreter
@@ -44,8 +45,6 @@ def measure_timeline(
     repeat: int = 20,
 ) -> dict[str, PartitionSpan]:
     """Per partition id, its median :class:`PartitionSpan` over ``repeat`` invocations."""
-    from edgepart.runtime.verification import run_once
-
     run_once(interp, inputs)  # sets the inputs; every partition has valid data from here on
     n = len(interp.plan.partitions)
     starts = np.zeros((repeat, n))

@@ -15,7 +15,7 @@ import numpy as np
 
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
-from edgepart.runtime.latency import LatencyStats, time_calls
+from edgepart.runtime.latency import LatencyStats, run_once, time_calls
 from edgepart.runtime.timeline import PartitionSpan, measure_timeline
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ __all__ = [
     "open_source_model",
     "random_inputs",
     "resolve_inputs",
-    "run_once",
     "verify_outputs",
 ]
 
@@ -103,14 +102,6 @@ def _load_npy(name: str, file: str | os.PathLike[str]) -> np.ndarray:
         return np.load(file, allow_pickle=False)  # type: ignore[no-any-return]
     except (OSError, ValueError) as err:
         raise UsageError(f"--input {name}: cannot read {file} as .npy ({err})") from None
-
-
-def run_once(interp: PartitionedInterpreter, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Set the inputs, invoke once, return copies of the outputs (output-detail order)."""
-    for d, x in zip(interp.get_input_details(), inputs, strict=True):
-        interp.set_tensor(d["index"], x)
-    interp.invoke()
-    return [interp.get_tensor(d["index"]) for d in interp.get_output_details()]
 
 
 def open_source_model(interp: PartitionedInterpreter, model: str | None) -> Path:
