@@ -30,6 +30,7 @@ from edgepart.android.driver import DeviceResult, run_on_devices
 from edgepart.android.jobs import Job, RunSettings
 from edgepart.android.model_bench import BenchReport, check_unique, open_store
 from edgepart.android.server import AdbServer
+from edgepart.bundle import load_bundle
 from edgepart.devices.delegate import delegate_names, load_delegate
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
@@ -105,8 +106,6 @@ def bench_bundle(
     BundleError
         If the bundle is missing, incomplete or corrupted (checked before anything runs).
     """
-    from edgepart.bundle import load_bundle
-
     settings = settings or RunSettings()
     libraries = dict(libraries or {})
     loaded = load_bundle(bundle)

@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from edgepart.bundle.format import ModelTensor, PartitionEntry, TensorRef
 from edgepart.errors import UsageError
+from edgepart.ir.analysis import constant_producers, convexity_violation, producers
 from edgepart.ir.dtypes import DType
+from edgepart.ir.extract import extract
+from edgepart.tflite.reader import read_model_bytes
+from edgepart.tflite.writer import write_model
 
 if TYPE_CHECKING:
     from edgepart.bundle.write import PartitionSpec
@@ -34,8 +38,6 @@ class PartSource:
     @staticmethod
     def open(model: Model | str | os.PathLike[str], source_path: Any = None) -> PartSource:
         """Read a path (hashing the file) or describe an in-memory :class:`Model`."""
-        from edgepart.tflite.reader import read_model_bytes
-
         if isinstance(model, (str, os.PathLike)):
             source_path = model
             path = Path(model)
@@ -55,8 +57,6 @@ class PartSource:
             return PartSource(
                 model, path.name, hashlib.sha256(data).hexdigest(), len(data), str(path.resolve())
             )
-        from edgepart.tflite.writer import write_model
-
         data = write_model(model)
         name = Path(model.source).name if model.source else "model.tflite"
         return PartSource(model, name, hashlib.sha256(data).hexdigest(), len(data), None)
@@ -134,10 +134,6 @@ def extract_partition(
     of constants) into every piece that reads their output, so a piece's file may hold ops
     placed elsewhere (``file_ops``) and its boundary is not that of ``spec.ops`` alone.
     """
-    from edgepart.ir.extract import extract
-    from edgepart.tflite.reader import read_model_bytes
-    from edgepart.tflite.writer import write_model
-
     sg = src.model.subgraphs[subgraph]
     try:
         piece = extract(src.model, spec.ops, subgraph=subgraph)
@@ -196,8 +192,6 @@ def dependency_order(sg: Subgraph, parts: Sequence[Sequence[int]]) -> list[int]:
     Refuses ops placed twice or not at all, and sets that depend on each other (naming a
     non-convexity witness when that is the cause).
     """
-    from edgepart.ir.analysis import constant_producers, convexity_violation, producers
-
     owner: dict[int, int] = {}
     for i, ops in enumerate(parts):
         for op in ops:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgepart.claim.explain import claim_report
 from edgepart.convert.checks import (
     LIMITS,
     OutputCheck,
@@ -37,9 +38,13 @@ from edgepart.convert.inputs import (
     parse_input_shapes,
     random_samples,
 )
+from edgepart.convert.tf_backend import convert_tf, load_tf_source
+from edgepart.convert.torch_backend import convert_torch, load_torch_source
+from edgepart.devices.profile import load_profile
 from edgepart.errors import ConversionError, EdgepartError, UsageError
 from edgepart.fileio import atomic_write
 from edgepart.progress import ProgressCallback
+from edgepart.tflite.reader import read_model_bytes
 
 __all__ = ["QUANTIZE_MODES", "ConversionResult", "convert_model", "source_kind"]
 
@@ -213,19 +218,13 @@ def convert_model(
         dict(input_shapes) if isinstance(input_shapes, dict) else parse_input_shapes(input_shapes)
     )
     if profile is not None:
-        from edgepart.devices.profile import load_profile
-
         prof: Any = load_profile(profile)  # fail on a bad profile before the slow part
     if signature is not None and kind != "savedmodel":
         raise UsageError("--signature applies to SavedModel sources")
     warnings: list[str] = []
     if kind == "torch":
-        from edgepart.convert.torch_backend import load_torch_source
-
         src: Any = load_torch_source(source, shapes)
     else:
-        from edgepart.convert.tf_backend import load_tf_source
-
         src = load_tf_source(source, kind, shapes, signature)
     specs: list[InputSpec] = list(src.inputs)
     given = None
@@ -262,12 +261,8 @@ def convert_model(
             progress(len(calib), len(calib), "calibrating")
 
     if kind == "torch":
-        from edgepart.convert.torch_backend import convert_torch
-
         content, flex = convert_torch(src, quantize, calib, int8_io=int8_io)
     else:
-        from edgepart.convert.tf_backend import convert_tf
-
         content, flex = convert_tf(
             src,
             quantize,
@@ -275,8 +270,6 @@ def convert_model(
             select_tf_ops=select_tf_ops,
             int8_io=int8_io,
         )
-    from edgepart.tflite.reader import read_model_bytes
-
     try:
         model = read_model_bytes(content, str(out))
     except EdgepartError as err:
@@ -311,8 +304,6 @@ def convert_model(
         checks = judge(compare_outputs(reference, got), quantize)
     claims = None
     if profile is not None:
-        from edgepart.claim.explain import claim_report
-
         claims = claim_report(model, profile=prof)
     atomic_write(out, content)
     counts: dict[str, int] = {}

@@ -6,8 +6,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from edgepart.cost.signature import OpSig
+from edgepart.cost import fusion
+from edgepart.cost.context import ROLE
+from edgepart.cost.signature import OpSig, group_key, group_signature
 from edgepart.cost.table import INTERPOLATED, MEASURED, ROOFLINE, ProcessorTable
+from edgepart.cost.units import state_groups
 from edgepart.cost.work import OpWork
 from edgepart.ir.graph import Subgraph
 
@@ -59,10 +62,6 @@ def table_groups(
     Members get shares of the group's value in proportion to their current estimates, so the
     matrix sums to the group value when the whole group is placed together.
     """
-    from edgepart.cost import fusion
-    from edgepart.cost.signature import group_signature
-    from edgepart.cost.units import state_groups
-
     found: list[tuple[tuple[int, ...], str]] = []
     cands: list[tuple[tuple[int, ...], str]] = []
     for ops in state_groups(sg):
@@ -93,8 +92,6 @@ def _fused_chains(
     pairs_of: Callable[[Subgraph, str], list[tuple[int, ...]]],
 ) -> list[tuple[tuple[int, ...], str]]:
     """Chains built from candidate pairs whose group key the table marks as fused."""
-    from edgepart.cost.signature import group_key
-
     keys: dict[int, str] = {}
     pair_keys: dict[tuple[int, ...], str] = {}
 
@@ -155,9 +152,6 @@ def apply_context(
     least 0. Returns, per op, the predecessor the value assumes (-1 where nothing changed).
     Vectorized: one key and one lookup per distinct (signature, signature, edge) triple.
     """
-    from edgepart.cost.context import ROLE
-    from edgepart.cost.signature import group_key
-
     n = len(lat)
     used = np.full(n, -1, dtype=np.int64)
     if not any(e.extra.get("role") == ROLE for e in pt.entries.values()):

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgepart.claim.control import might_have_side_effect, model_control_edges
+from edgepart.claim.epochs import partition_independent_subsets, side_effect_control_edges
 from edgepart.ir.graph import Model, Subgraph
 
 __all__ = ["ControlEdges", "count_nodes", "metadata_edges"]
@@ -24,8 +26,6 @@ def metadata_edges(sg: Subgraph, model: Model | None) -> list[tuple[int, int]] |
     or None when the model has none (TFLite then chains the side-effecting ops)."""
     if model is None:
         return None
-    from edgepart.claim.control import model_control_edges
-
     edges = model_control_edges(model)
     if edges is None:
         return None
@@ -45,14 +45,10 @@ class ControlEdges:
     @staticmethod
     def of(sg: Subgraph, metadata: list[tuple[int, int]] | None) -> ControlEdges:
         """The control edges of ``sg`` given its metadata edges (:func:`metadata_edges`)."""
-        from edgepart.claim.control import might_have_side_effect
-
         return ControlEdges(metadata, might_have_side_effect(sg))
 
     def among(self, idx: np.ndarray, n_ops: int) -> list[tuple[int, int]]:
         """The edges between ops ``idx`` (sorted), renumbered to positions in ``idx``."""
-        from edgepart.claim.epochs import side_effect_control_edges
-
         if self.metadata is None:
             return side_effect_control_edges(self.side_effect[idx])
         local = np.full(n_ops, -1, dtype=np.int64)
@@ -67,8 +63,6 @@ class ControlEdges:
 def count_nodes(sg: Subgraph, idx: np.ndarray, delegated: np.ndarray, ctl: ControlEdges) -> int:
     """Delegate nodes TFLite forms when ops ``idx`` (sorted, in execution order) run in one
     invocation and ``delegated[k]`` says whether the delegate takes ``idx[k]``."""
-    from edgepart.claim.epochs import partition_independent_subsets
-
     sup = np.asarray(delegated, dtype=bool)
     if not sup.any():
         return 0

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgepart.devices import profile as devprofile
 from edgepart.errors import ProfileError
 from edgepart.ir.dtypes import DType
 
@@ -204,6 +205,4 @@ def load_hardware(name_or_path: str) -> Hardware:
     ProfileError
         If the profile cannot be found or is invalid (names file and key path).
     """
-    from edgepart.devices import profile as devprofile  # the profile loader owns validation
-
     return hardware_from_profile(devprofile.load_profile(name_or_path))

@@ -34,17 +34,20 @@ from functools import cached_property
 
 import numpy as np
 
+from edgepart.claim.delegation import claim
 from edgepart.cost._table_costs import SOURCES, SRC, apply_context, fill_from_table, table_groups
 from edgepart.cost.context import predecessors
 from edgepart.cost.delegate_nodes import ControlEdges, count_nodes, metadata_edges
 from edgepart.cost.hardware import Hardware
 from edgepart.cost.roofline import Roofline, roofline
+from edgepart.cost.signature import op_signatures
 from edgepart.cost.table import (
     INTERPOLATED,
     MEASURED,
     ROOFLINE,
     Estimate,
     LatencyTable,
+    load_table,
 )
 from edgepart.cost.work import OpWork, op_work
 from edgepart.errors import LatencyTableError
@@ -81,8 +84,6 @@ class CostModel:
         for spec in hardware.processors:
             if spec.latency_table and spec.name not in self.table_for:
                 # a processor pointing at a table file: merge it, use its only processor
-                from edgepart.cost.table import load_table
-
                 own = load_table(spec.latency_table)
                 if len(own.processors) != 1:
                     raise LatencyTableError(
@@ -147,8 +148,6 @@ class GraphCosts:
                 else Estimate(proc.invoke_overhead_s, "profile")
             )
             if sigs is None:
-                from edgepart.cost.signature import op_signatures
-
                 sigs = op_signatures(sg)
             fill_from_table(pt, sigs, self.work, lat[:, p], src[:, p], self._delegated[:, p])
             self._node_s[p] = pt.delegate_node_s
@@ -175,8 +174,6 @@ class GraphCosts:
     def _claimed(self, model: Model) -> np.ndarray:
         """Per op: whether XNNPACK takes it in the whole subgraph (computed once)."""
         if self._claim is None:
-            from edgepart.claim.delegation import claim
-
             si = next(i for i, s in enumerate(model.subgraphs) if s is self.sg)
             owner = claim(model, subgraph=si).owner
             self._claim = np.array([o is not None for o in owner], dtype=bool)

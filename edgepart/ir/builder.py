@@ -31,7 +31,7 @@ from edgepart.ir.graph import BufferTable, Model, Subgraph
 from edgepart.ir.values import Csr, Metadata, OpCode, Options, Quantization, SignatureDef, Sparsity
 from edgepart.schema import opnames
 from edgepart.schema.opnames import options_type_for
-from edgepart.schema.tables import TABLES
+from edgepart.schema.tables import ENUMS, TABLES
 
 __all__ = ["ModelBuilder", "SubgraphBuilder", "default_options", "options_type_for"]
 
@@ -52,8 +52,6 @@ def default_options(options_type: str, **values: Any) -> Options:
         if name in values:
             out[name] = values[name]
         elif enum is not None:
-            from edgepart.schema.tables import ENUMS
-
             code = int(default) if isinstance(default, (int, float)) else 0
             out[name] = ENUMS[enum].get(code, default)
         else:

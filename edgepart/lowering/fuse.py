@@ -48,7 +48,7 @@ from edgepart.ir.graph import Model, Subgraph
 from edgepart.ir.state import state_groups
 from edgepart.ir.values import Csr
 from edgepart.lowering._opgraph import OpGraph, UnionFind, strong_components
-from edgepart.placement.topology import csr_from_pairs
+from edgepart.placement.topology import csr_from_pairs, stable_topological_order
 
 __all__ = ["RESHAPE_LIKE", "RULES", "Fusion", "fuse"]
 
@@ -303,8 +303,6 @@ def _cycles(g: OpGraph, roots: np.ndarray, helper: np.ndarray) -> list[list[int]
     ia, ib = inv[: len(a)], inv[len(a) :]
     succ = csr_from_pairs(k, ia, ib)
     indeg = np.bincount(succ.idx, minlength=k)
-    from edgepart.placement.topology import stable_topological_order
-
     if len(stable_topological_order(succ, indeg)) == k:
         return []
     comps = strong_components(succ, k)

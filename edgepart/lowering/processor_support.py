@@ -33,6 +33,7 @@ from edgepart.claim.control import ops_touching
 from edgepart.claim.helpers import SHAPE_INPUTS, select_nodes
 from edgepart.devices.delegate import DelegateSpec, load_delegate
 from edgepart.devices.profile import DeviceProfile
+from edgepart.ir.analysis import topological_order
 from edgepart.ir.graph import Subgraph
 
 __all__ = ["ProcessorSupport", "dynamic_tensors", "processor_support"]
@@ -88,8 +89,6 @@ def dynamic_tensors(sg: Subgraph) -> np.ndarray:
     if not flagged.any():
         return dyn
     # an op reading a dynamic tensor resizes its outputs at every invoke: they are dynamic too
-    from edgepart.ir.analysis import topological_order
-
     for op in topological_order(sg).tolist():
         rd = sg.op_inputs.row(op)
         rd = rd[rd >= 0]

@@ -23,9 +23,10 @@ import numpy as np
 from edgepart.errors import UsageError
 from edgepart.ir.graph import BufferTable, Model
 from edgepart.ir.values import Metadata
-from edgepart.memory.arena import ArenaPlan
+from edgepart.memory.arena import DEFAULT_TIME_LIMIT, ArenaPlan, plan_arena
 from edgepart.memory.lifetimes import Lifetimes, tflite_lifetimes
 from edgepart.memory.problem import DEFAULT_ALIGNMENT, MemoryProblem
+from edgepart.tflite.reader import read_model
 
 __all__ = [
     "OFFLINE_PLAN_METADATA",
@@ -54,8 +55,6 @@ class ModelBuffers:
 def _load(model: Model | str | os.PathLike[str]) -> Model:
     if isinstance(model, Model):
         return model
-    from edgepart.tflite.reader import read_model
-
     return read_model(Path(model))
 
 
@@ -162,8 +161,6 @@ def offline_plan(
     Planned without in-place sharing (each tensor gets its own buffer, see the module
     docstring); TFLM aligns arena tensors to 16 bytes. Returns the new model and the plan.
     """
-    from edgepart.memory.arena import DEFAULT_TIME_LIMIT, plan_arena
-
     m = _load(model)
     mb = model_buffers(m, alignment=alignment, inplace=False, subgraphs=[subgraph])
     plan = plan_arena(

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgepart.placement import _core
+from edgepart.placement.constraints import group_members
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate
 
@@ -82,8 +83,6 @@ class _Moves:
         self._opt_cache: dict[bytes, list[Option]] = {}
         self.members: list[np.ndarray] = []
         if len(g.coloc_names):
-            from edgepart.placement.constraints import group_members
-
             self.members = group_members(g)
         order = np.argsort(band_of, kind="stable")
         cut = np.searchsorted(band_of[order], np.arange(int(band_of.max()) + 2))

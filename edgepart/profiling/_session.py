@@ -19,6 +19,7 @@ from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
 from edgepart.profiling.standalone import standalone_model
 from edgepart.profiling.timing import Timer, prepare, run_rounds
+from edgepart.tflite.writer import write_model
 
 if TYPE_CHECKING:
     from edgepart.profiling.host import ProfileConfig
@@ -70,8 +71,6 @@ class Session:
         return g.key, g.family, "group"
 
     def prepare(self, u: Unit) -> Timer | None:
-        from edgepart.tflite.writer import write_model
-
         key = self.key(u)[0]
         if key in self.timers or key in self.errors:
             return self.timers.get(key)

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 
 from edgepart.cost import context as context_mod
 from edgepart.cost import fusion as fusion_mod
+from edgepart.cost.hardware import Hardware, ProcessorSpec
+from edgepart.cost.model import CostModel
 from edgepart.cost.table import LatencyTable, ProcessorTable, Stats
 from edgepart.cost.units import Unit, UnitResult, timing_units
 from edgepart.errors import EdgepartError
@@ -50,6 +52,7 @@ from edgepart.profiling.timing import (
     reference_values,
     run_rounds,
 )
+from edgepart.tflite.writer import write_model
 
 __all__ = ["ProfileConfig", "ProfileResult", "UnitResult", "host_description", "profile_model"]
 
@@ -135,8 +138,6 @@ def profile_model(
     progress
         Called as ``progress(done, total, label)`` as work proceeds (the CLI draws a bar).
     """
-    from edgepart.tflite.writer import write_model
-
     cfg = config or ProfileConfig()
     if cfg.statistic not in STATISTICS:
         raise EdgepartError(f"unknown statistic {cfg.statistic!r}; choose one of {STATISTICS}")
@@ -257,9 +258,6 @@ def profile_model(
 
 def _predict(model: Model, pt: ProcessorTable) -> float:
     """The table's prediction for the whole main subgraph, as the cost model makes it."""
-    from edgepart.cost.hardware import Hardware, ProcessorSpec
-    from edgepart.cost.model import CostModel
-
     hw = Hardware("host", (ProcessorSpec("cpu", threads=pt.threads),))
     cm = CostModel(hw, LatencyTable({pt.name: pt}), table_for={"cpu": pt.name})
     return cm.costs(model.main, model).partition_latency(range(model.main.num_ops), "cpu").seconds

@@ -36,8 +36,12 @@ from edgepart.android.bm_output import (
     RuntimeInfo,
     infer_node_indices,
 )
+from edgepart.claim.control import might_have_side_effect, model_control_edges
+from edgepart.claim.epochs import partition_independent_subsets, side_effect_control_edges
+from edgepart.cost.signature import group_signature, op_signatures
 from edgepart.cost.stats import STAT_GETTERS
 from edgepart.cost.table import Entry, ProcessorTable, Stats
+from edgepart.cost.work import op_work
 from edgepart.errors import BenchmarkOutputError
 from edgepart.ir.graph import Model, Subgraph
 
@@ -182,9 +186,6 @@ def _without_runtime(
 
 def _delegated_partitions(sg: Subgraph, model: Model, cpu_ops: set[int]) -> list[tuple[int, ...]]:
     """TFLite's partitions of the ops outside ``cpu_ops`` (greedy, with its control edges)."""
-    from edgepart.claim.control import might_have_side_effect, model_control_edges
-    from edgepart.claim.epochs import partition_independent_subsets, side_effect_control_edges
-
     supported = np.ones(sg.num_ops, dtype=bool)
     supported[list(cpu_ops)] = False
     meta = model_control_edges(model)
@@ -235,9 +236,6 @@ def processor_table(
 
     Rows with the same signature (identical ops) are merged: count-weighted mean, lowest min.
     """
-    from edgepart.cost.signature import group_signature, op_signatures
-    from edgepart.cost.work import op_work
-
     sg = model.subgraphs[0]
     sigs = op_signatures(sg)
     work = op_work(sg, model)

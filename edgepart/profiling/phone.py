@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from edgepart.android.bm_flags import DelegateChoice
+from edgepart.android.bm_flags import DelegateChoice, parse_delegate, tool_delegate
 from edgepart.android.bm_output import (
     OpProfile,
     RuntimeInfo,
@@ -43,6 +43,7 @@ from edgepart.android.server import AdbServer
 from edgepart.cost.table import LatencyTable
 from edgepart.errors import BenchmarkOutputError, UsageError
 from edgepart.profiling.op_table import CPU_KERNELS, attribute_rows, model_entry, processor_table
+from edgepart.tflite.reader import read_model
 
 __all__ = ["OP_OUTPUTS", "processor_name", "profile_model_adb"]
 
@@ -89,8 +90,6 @@ def profile_model_adb(
     BenchmarkOutputError
         When every run finished but none gave a usable per-op profile.
     """
-    from edgepart.tflite.reader import read_model
-
     settings = settings or RunSettings()
     path = check_model_file(model)
     if op_output not in OP_OUTPUTS:
@@ -143,8 +142,6 @@ def _build(
     statistic: str,
     processor: str | None,
 ) -> tuple[LatencyTable, list[dict[str, Any]], list[str]]:
-    from edgepart.android.bm_flags import parse_delegate, tool_delegate
-
     table = LatencyTable()
     summaries: list[dict[str, Any]] = []
     skipped: list[str] = []

@@ -43,6 +43,9 @@ from edgepart.cost.stats import fit_intercept
 from edgepart.cost.table import Stats, stats_from_samples
 from edgepart.devices.host_executors import EXECUTOR_NAMES, HOST_EXECUTORS
 from edgepart.errors import RuntimeBackendError, UsageError
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+from edgepart.tflite.writer import write_model
 
 __all__ = [
     "NODE_CHAIN",
@@ -282,10 +285,6 @@ def overhead_model(delegate_node: bool = False, ops: int = 1) -> bytes:
     separate what the delegate node costs (entering the delegate kernel and running its
     runtime, paid once per partition) from what each ``ADD`` adds inside it.
     """
-    from edgepart.ir.builder import ModelBuilder
-    from edgepart.ir.dtypes import DType
-    from edgepart.tflite.writer import write_model
-
     mb = ModelBuilder()
     g = mb.subgraph("main")
     a = g.input("a", DType.FLOAT32, (1,))

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from edgepart.deploy.apply import placed_partitions
 from edgepart.ir import analysis
 from edgepart.report.measured import MeasuredSchedule
 from edgepart.report.plan_view import PlanView
@@ -290,8 +291,6 @@ def report_document(view: PlanView, measured: Sequence[MeasuredSchedule] = ()) -
 
 def _default_schedule(view: PlanView, units: Sequence[str]) -> dict[str, Any]:
     """TFLite's default placement on the same cost model, as Gantt bars."""
-    from edgepart.deploy.apply import placed_partitions
-
     pr, d = view.problem, view.default
     g = pr.graph
     ev = d.baseline.evaluation

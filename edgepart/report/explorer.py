@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from edgepart.errors import UsageError
 from edgepart.fileio import atomic_write_text
 from edgepart.ir.graph import Model
 
@@ -138,8 +139,6 @@ def write_overlays(
     (atomically, sorted keys); returns the paths written."""
     root = Path(directory)
     if root.exists() and not root.is_dir():
-        from edgepart.errors import UsageError
-
         raise UsageError(f"--model-explorer {root}: not a directory")
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "model"
     paths = []

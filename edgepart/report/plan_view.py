@@ -18,10 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgepart.bundle import load_bundle
+from edgepart.bundle.parts import dependency_order
+from edgepart.cost.hardware import hardware_from_profile
+from edgepart.cost.model import CostModel
+from edgepart.cost.table import tables_from
+from edgepart.deploy.compile import compile_model
+from edgepart.deploy.plan_keys import partitioner_keys
+from edgepart.devices.profile import load_profile
 from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
 from edgepart.lowering.default_placement import DefaultPlacement, profile_default_baseline
 from edgepart.lowering.from_model import ModelProblem, model_costgraph
+from edgepart.placement.solve import SolveOptions
+from edgepart.tflite.reader import read_model
 
 __all__ = ["PlanPartition", "PlanView", "view_of_bundle", "view_of_model"]
 
@@ -62,10 +72,6 @@ class PlanView:
 
 
 def _cost_model(profile: Any, tables: Sequence[str], table_for: Mapping[str, str]) -> Any:
-    from edgepart.cost.hardware import hardware_from_profile
-    from edgepart.cost.model import CostModel
-    from edgepart.cost.table import tables_from
-
     return CostModel(
         hardware_from_profile(profile),
         tables_from(list(tables)) if tables else None,
@@ -91,10 +97,6 @@ def view_of_bundle(
         The source model is missing or is not the one the bundle was cut from, or no device
         profile is known (the bundle names none and ``profile`` is not given).
     """
-    from edgepart.bundle import load_bundle
-    from edgepart.devices.profile import load_profile
-    from edgepart.tflite.reader import read_model
-
     b = load_bundle(path)
     plan = b.plan
     src = b.manifest["source_model"]
@@ -179,10 +181,6 @@ def view_of_model(
     PlacementInfeasibleError
         Some op can run on no processor of the profile.
     """
-    from edgepart.deploy.compile import compile_model
-    from edgepart.deploy.plan_keys import partitioner_keys
-    from edgepart.placement.solve import SolveOptions
-
     compiled = compile_model(
         path,
         profile,
@@ -200,8 +198,6 @@ def view_of_model(
     predicted = extra.pop("predicted")
     pid = {p.index: p.id for p in placed}
     sg = m.subgraphs[problem.subgraph]
-    from edgepart.bundle.parts import dependency_order
-
     order = dependency_order(sg, [list(p.ops) for p in placed])
     producer: dict[int, str] = {}
     for p in placed:

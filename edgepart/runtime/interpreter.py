@@ -32,6 +32,7 @@ from edgepart.runtime.executors import (
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
 from edgepart.runtime.signature import PartitionedSignatureRunner
+from edgepart.runtime.stream import Pipeline
 
 __all__ = ["HostFallbackWarning", "PartitionedInterpreter"]
 
@@ -303,8 +304,6 @@ class PartitionedInterpreter:
         input name; each result is a list in ``get_output_details()`` order or a dict by
         signature output name, in input order.
         """
-        from edgepart.runtime.stream import Pipeline
-
         self._check_idle()
         self._need_allocated("run_stream")
         self._streaming = True

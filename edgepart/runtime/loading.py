@@ -8,6 +8,7 @@ import numpy as np
 
 from edgepart.bundle.format import Bundle, Plan
 from edgepart.bundle.load import load_bundle
+from edgepart.bundle.write import PartitionSpec, build_bundle
 from edgepart.errors import BundleError, UsageError
 
 __all__ = ["check_partition_io", "resolve_bundle"]
@@ -22,8 +23,6 @@ def resolve_bundle(path: Any, bundle: Bundle | None, model: Any, plan: Any) -> B
         return bundle
     if path is not None:
         return load_bundle(path)
-    from edgepart.bundle.write import PartitionSpec, build_bundle
-
     if isinstance(plan, Plan):
         plan = [
             PartitionSpec(
