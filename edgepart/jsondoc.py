@@ -65,6 +65,8 @@ def schema_doc(name: str) -> Any:
 def _validator(name: str) -> Any:
     """A validator for ``name`` that resolves ``$ref`` to any other edgepart schema by its
     ``$id`` (``plan.schema.json`` extends ``bundle_plan.schema.json`` this way)."""
+    # jsonschema and referencing take ~80 ms to import (attrs, rpds): loaded only when a
+    # document is validated, not by every module that reads or writes JSON
     import jsonschema
     from referencing import Registry, Resource
 
@@ -88,7 +90,7 @@ def json_path(path: Sequence[Any]) -> str:
 def schema_error(validator: Any, doc: Any, schema: str, where: str) -> str | None:
     """The one-line message for the most relevant error of ``doc`` under ``validator`` (a
     ``jsonschema`` validator for ``schema``), or None if ``doc`` is valid."""
-    import jsonschema
+    import jsonschema  # heavy (see _validator)
 
     errors = list(validator.iter_errors(doc))
     if not errors:

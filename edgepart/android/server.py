@@ -55,7 +55,7 @@ def adb_binary() -> str:
     if found:
         return found
     try:
-        import adbutils
+        import adbutils  # heavy (~0.1 s to import): loaded only when adb is not on PATH
 
         bundled = str(adbutils.adb_path())
     except Exception as err:  # adbutils raises its own error types when it has no binary

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter
 
 from edgepart.convert.quiet import quiet_fds
 from edgepart.ir.graph import Model
@@ -99,8 +100,6 @@ def run_litert(
     RuntimeError, ValueError
         LiteRT cannot prepare or run the model (e.g. Flex ops without the Flex delegate).
     """
-    from ai_edge_litert.interpreter import Interpreter
-
     with quiet_fds():  # "Created TensorFlow Lite XNNPACK delegate for CPU." on first invoke
         return _run(Interpreter(model_content=content, num_threads=num_threads), samples)
 

@@ -74,7 +74,7 @@ def _tf() -> Any:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         with _quiet_fds():  # absl's and oneDNN's start-up lines
-            import tensorflow as tf
+            import tensorflow as tf  # heavy (seconds): loaded only when a conversion runs
     except ImportError:
         raise UsageError(
             "converting Keras or SavedModel sources needs TensorFlow: pip install 'edgepart[tf]'"
@@ -119,7 +119,7 @@ def load_tf_source(
     p = os.fspath(path)
     tf = _tf()
     if kind == "keras":
-        import keras
+        import keras  # comes with TensorFlow (see _tf); loaded only for Keras sources
 
         try:
             with _quiet_fds():

@@ -52,7 +52,7 @@ class TorchSource:
 
     def reference(self, sample: Sample) -> dict[str, np.ndarray]:
         """The program's outputs for ``sample`` (PyTorch, eager)."""
-        import torch
+        import torch  # optional and heavy (edgepart[torch]); loaded by _modules() already
 
         with torch.no_grad():
             y = self.module(
@@ -64,6 +64,7 @@ class TorchSource:
 
 def _modules() -> tuple[Any, Any]:
     try:
+        # optional and heavy (edgepart[torch], seconds to import): only for PyTorch sources
         with quiet_all():  # TensorFlow's and torchao's start-up lines
             import litert_torch
             import torch
@@ -158,6 +159,7 @@ def convert_torch(
 def _quantize(
     content: bytes, mode: str, calibration: Sequence[Sample] | None, src: TorchSource
 ) -> bytes:
+    # optional and heavy (comes with litert-torch, imports TensorFlow): only when quantizing
     from ai_edge_quantizer import quantizer, recipe
     from ai_edge_quantizer.algorithm_manager import AlgorithmName
     from ai_edge_quantizer.recipe_manager import RecipeManager

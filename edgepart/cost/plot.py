@@ -9,6 +9,7 @@ else the roofline itself (points then sit on the roof).
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any
 
@@ -32,9 +33,7 @@ _MAX_TYPES = 12  # op types with their own colour; the rest share "other"
 
 def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") -> None:
     """Write the roofline plot of a costed subgraph to ``path`` (atomically)."""
-    import io
-
-    import matplotlib
+    import matplotlib  # heavy (~0.5 s to import): loaded only when a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

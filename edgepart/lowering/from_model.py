@@ -26,6 +26,7 @@ cost is in the caller's (:func:`edgepart.cost.work.op_work`), and extraction cop
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -380,6 +381,4 @@ def _node_labels(sg: Subgraph, fz: Fusion) -> tuple[list[str], list[str]]:
 
 
 def _model_name(model: Model) -> str:
-    import os
-
     return os.path.basename(model.source) if model.source else "model"

@@ -111,7 +111,7 @@ def _interval_blocks(g: CostGraph, w: np.ndarray, k: int, imbalance: float) -> n
 
 def _metis_blocks(g: CostGraph, w: np.ndarray, k: int, imbalance: float, seed: int) -> np.ndarray:
     try:
-        import pymetis
+        import pymetis  # optional (edgepart[metis]): loaded only when method "metis" runs
     except ImportError as err:
         raise UsageError(
             "edge-cut method 'metis' needs the optional package pymetis; install it with "

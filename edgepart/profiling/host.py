@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import version
 
 from edgepart.cost import context as context_mod
 from edgepart.cost import fusion as fusion_mod
@@ -265,8 +266,6 @@ def _predict(model: Model, pt: ProcessorTable) -> float:
 
 def _source(cfg: ProfileConfig) -> str:
     try:
-        from importlib.metadata import version
-
         litert = version("ai-edge-litert")
     except Exception:
         litert = "unknown"

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from edgepart.cost.stats import fit_intercept
 from edgepart.cost.table import Stats, stats_from_samples
@@ -76,8 +77,6 @@ class TimingConfig:
 
 
 def _resolver(executor: str) -> Any:
-    from ai_edge_litert.interpreter import OpResolverType
-
     if executor not in HOST_EXECUTORS:
         raise UsageError(f"unknown executor {executor!r}; choose one of {list(EXECUTOR_NAMES)}")
     return OpResolverType[HOST_EXECUTORS[executor].resolver]
@@ -87,8 +86,6 @@ def make_interpreter(
     content: bytes, executor: str, threads: int, *, preserve_all_tensors: bool = False
 ) -> Any:
     """A ready LiteRT interpreter (tensors allocated) for a model's bytes."""
-    from ai_edge_litert.interpreter import Interpreter
-
     try:
         it = Interpreter(
             model_content=content,

@@ -3,8 +3,7 @@
 :class:`PartitionedInterpreter` is the entry point (see ``docs/runtime.md``); executors per
 processor are in :mod:`edgepart.runtime.executors`, tensor routing in
 :mod:`edgepart.runtime.routing`, concurrent scheduling in :mod:`edgepart.runtime.dispatch` and
-streaming in :mod:`edgepart.runtime.stream`. ``ai_edge_litert`` is imported only when an
-interpreter is built.
+streaming in :mod:`edgepart.runtime.stream`.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from ai_edge_litert.interpreter import load_delegate as litert_load_delegate
+
 from edgepart.devices.delegate import DelegateSpec, load_delegate
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES, HOST_EXECUTORS
 from edgepart.devices.search_path import find
@@ -120,8 +123,6 @@ def get_executor(kind: str) -> OpenFn:
 
 def _kernels(resolver: str) -> OpenFn:
     def open_(choice: ExecutorChoice, blob: bytes, threads: int) -> Any:
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
         return Interpreter(
             model_content=blob,
             num_threads=threads,
@@ -137,8 +138,6 @@ for _host in HOST_EXECUTORS.values():
 
 @register_executor("delegate")
 def _delegate(choice: ExecutorChoice, blob: bytes, threads: int) -> Any:
-    from ai_edge_litert.interpreter import Interpreter
-
     assert choice.library is not None
     delegate = load_delegate_checked(choice.library, choice.options, choice.requested)
     return Interpreter(model_content=blob, num_threads=threads, experimental_delegates=[delegate])
@@ -151,7 +150,6 @@ def load_delegate_checked(library: str, options: Mapping[str, str], name: str) -
     ``AttributeError`` from inside its constructor for a missing file or a library without the
     external-delegate entry points, and then prints a second error from its finalizer.
     """
-    from ai_edge_litert.interpreter import load_delegate
 
     try:
         lib = ctypes.CDLL(library)
@@ -171,7 +169,7 @@ def load_delegate_checked(library: str, options: Mapping[str, str], name: str) -
             f"give the {name} delegate's external-delegate .so"
         )
     try:
-        return load_delegate(library, dict(options))
+        return litert_load_delegate(library, dict(options))
     except (ValueError, RuntimeError) as err:
         msg = " ".join(str(err).split())
         raise RuntimeBackendError(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
@@ -145,8 +146,6 @@ def verify_outputs(
     ``max_rel`` is the largest absolute difference over the largest magnitude of the source
     model's output (a scale-free figure that does not blow up at zeros).
     """
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
     host = HOST_EXECUTORS.get(executor or DEFAULT_EXECUTOR, HOST_EXECUTORS[DEFAULT_EXECUTOR])
     ref = Interpreter(
         model_path=os.fspath(model_path),
