@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from edgepart.android.bm_flags import DelegateChoice, tool_delegate
-from edgepart.android.bm_output import BenchmarkRun, RunStats, parse_benchmark_output
+from edgepart.android.bm_lines import RunStats
+from edgepart.android.bm_run_log import BenchmarkRun, parse_benchmark_output
 from edgepart.android.jobs import RawRun
 from edgepart.errors import BenchmarkOutputError
 

@@ -28,14 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.android.bm_output import (
-    BenchmarkRun,
-    OpProfile,
-    OpRow,
-    ProfileBlock,
-    RuntimeInfo,
-    infer_node_indices,
-)
+from edgepart.android.bm_op_profile import OpProfile, OpRow, ProfileBlock, infer_node_indices
+from edgepart.android.bm_proto import RuntimeInfo
+from edgepart.android.bm_run_log import BenchmarkRun
 from edgepart.claim.control import might_have_side_effect, model_control_edges
 from edgepart.claim.epochs import partition_independent_subsets, side_effect_control_edges
 from edgepart.cost.signature import group_signature, op_signatures

@@ -27,13 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from edgepart.android.bm_flags import DelegateChoice, parse_delegate, tool_delegate
-from edgepart.android.bm_output import (
-    OpProfile,
-    RuntimeInfo,
-    parse_op_profile_proto,
-    parse_op_profile_text,
-    parse_runtime_info,
-)
+from edgepart.android.bm_op_profile import OpProfile, parse_op_profile_text
+from edgepart.android.bm_proto import RuntimeInfo, parse_op_profile_proto, parse_runtime_info
 from edgepart.android.driver import DeviceResult, run_on_devices
 from edgepart.android.jobs import Job, RunSettings
 from edgepart.android.model_bench import BenchReport, check_model_file, check_unique, open_store

@@ -31,7 +31,7 @@ from edgepart.runtime.executors import (
 )
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
-from edgepart.runtime.signature import PartitionedSignatureRunner
+from edgepart.runtime.signature_runner import PartitionedSignatureRunner
 from edgepart.runtime.stream import Pipeline
 
 __all__ = ["HostFallbackWarning", "PartitionedInterpreter"]

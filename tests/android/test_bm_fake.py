@@ -14,14 +14,9 @@ from pathlib import Path
 import pytest
 
 from edgepart.android.bm_flags import BenchmarkOptions, build_command, parse_delegate
-from edgepart.android.bm_output import (
-    BenchmarkRun,
-    node_timings,
-    parse_benchmark_output,
-    parse_op_profile_proto,
-    parse_op_profile_text,
-    parse_runtime_info,
-)
+from edgepart.android.bm_op_profile import parse_op_profile_text
+from edgepart.android.bm_proto import node_timings, parse_op_profile_proto, parse_runtime_info
+from edgepart.android.bm_run_log import BenchmarkRun, parse_benchmark_output
 from edgepart.errors import BenchmarkOutputError
 
 FAKE = Path(__file__).with_name("fake_benchmark_model.py")

@@ -11,17 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from edgepart.android.bm_output import (
+from edgepart.android.bm_lines import RunStats
+from edgepart.android.bm_op_profile import (
+    NodeTypeSummary,
+    infer_node_indices,
+    parse_op_profile_text,
+)
+from edgepart.android.bm_proto import node_timings
+from edgepart.android.bm_run_log import (
     DelegateApplication,
     DelegateReplacement,
     GpuSupportReport,
     MemoryFootprint,
-    NodeTypeSummary,
-    RunStats,
-    infer_node_indices,
-    node_timings,
     parse_benchmark_output,
-    parse_op_profile_text,
 )
 from edgepart.errors import BenchmarkOutputError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgepart.android.bm_output import (
+from edgepart.android.bm_proto import (
     node_timings,
     parse_op_profile_proto,
     parse_runtime_info,
