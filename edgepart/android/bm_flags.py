@@ -45,7 +45,7 @@ from edgepart.devices.delegate import (
     load_delegate,
 )
 from edgepart.devices.search_path import find
-from edgepart.errors import UsageError
+from edgepart.errors import BenchmarkOutputError, UsageError
 
 __all__ = [
     "EXTERNAL",
@@ -412,7 +412,7 @@ def flags_from_help(help_text: str) -> frozenset[str]:
     """
     names = frozenset(_HELP_FLAG.findall(help_text))
     if "graph" not in names:
-        raise UsageError(
+        raise BenchmarkOutputError(
             "the text is not benchmark_model's --help output (no --graph flag listed); run "
             "'benchmark_model --help' and pass its combined stdout and stderr"
         )

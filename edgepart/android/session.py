@@ -37,10 +37,10 @@ from edgepart.android.workdir import RemoteWorkdir
 from edgepart.errors import (
     AdbError,
     AdbServerError,
+    BenchmarkOutputError,
     CommandTimeoutError,
     DeviceDisconnectedError,
     RemoteBinaryError,
-    UsageError,
 )
 
 __all__ = [
@@ -140,7 +140,7 @@ class DeviceSession:
             )
         try:
             return flags_from_help(res.stdout + "\n" + res.stderr)
-        except UsageError:
+        except BenchmarkOutputError:
             first = (res.stdout + res.stderr).strip().splitlines()[:1] or ["no output"]
             raise RemoteBinaryError(
                 f"{self.binary} on {self.serial} does not look like TFLite's benchmark_model: "

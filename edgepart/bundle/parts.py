@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgepart.bundle.format import ModelTensor, PartitionEntry, TensorRef
-from edgepart.errors import UsageError
+from edgepart.errors import ModelFormatError, PassError, PlanError, UnsupportedOpError, UsageError
 from edgepart.ir.analysis import constant_producers, convexity_violation, producers
 from edgepart.ir.dtypes import DType
 from edgepart.ir.extract import extract
@@ -66,7 +66,7 @@ def dtype_name(sg: Subgraph, t: int, role: str) -> str:
     """NumPy dtype name of tensor ``t``; refuses types a boundary cannot carry."""
     dt = DType(int(sg.tensor_dtype[t]))
     if dt.numpy is None:
-        raise UsageError(
+        raise UnsupportedOpError(
             f"{sg.describe_tensor(t)} is a {role} of type {dt.name}, which has no NumPy "
             "equivalent and cannot be passed between partitions or in and out of a bundle; "
             "keep its producer and consumers in one partition"
@@ -113,7 +113,7 @@ def model_tensors(
     outputs = tuple(entry(int(t), "model output") for t in sg.outputs.tolist())
     for mt in outputs:
         if sg.tensor_is_constant[mt.tensor]:
-            raise UsageError(
+            raise UnsupportedOpError(
                 f"{sg.describe_tensor(mt.tensor)} is a constant model output; no partition "
                 "computes it, so bundles cannot carry it"
             )
@@ -137,11 +137,18 @@ def extract_partition(
     sg = src.model.subgraphs[subgraph]
     try:
         piece = extract(src.model, spec.ops, subgraph=subgraph)
-    except UsageError as err:
-        raise UsageError(f"partition {pid}: {err}") from None
+    except (UsageError, PlanError) as err:
+        raise type(err)(f"partition {pid}: {err}") from None
     blob = write_model(piece)
-    # the signature as written is what a runtime sees: read it back from the bytes
-    sig = read_model_bytes(blob, source=pid).signature_defs[0]
+    # the signature as written is what a runtime sees: read it back from the bytes (which
+    # also checks that extract and the writer made a valid model)
+    try:
+        sig = read_model_bytes(blob, source=pid).signature_defs[0]
+    except ModelFormatError as err:
+        raise PassError(
+            f"partition {pid}: extract then write_model made a model that does not read back "
+            f"({err}); this is an edgepart bug: please report it with the source model"
+        ) from None
     extra = piece.extra or {}
     origin = list(extra["source_tensors"])
     names = {local: name for name, local in (*sig.inputs, *sig.outputs)}
@@ -196,15 +203,15 @@ def dependency_order(sg: Subgraph, parts: Sequence[Sequence[int]]) -> list[int]:
     for i, ops in enumerate(parts):
         for op in ops:
             if not 0 <= op < sg.num_ops:
-                raise UsageError(f"op index {op} is out of range: subgraph has {sg.num_ops} ops")
+                raise PlanError(f"op index {op} is out of range: subgraph has {sg.num_ops} ops")
             if op in owner:
-                raise UsageError(
+                raise PlanError(
                     f"{sg.describe_op(op)} is in two partitions (specs {owner[op]} and {i})"
                 )
             owner[op] = i
     if len(owner) != sg.num_ops:
         missing = next(o for o in range(sg.num_ops) if o not in owner)
-        raise UsageError(f"{sg.describe_op(missing)} is in no partition; place every op")
+        raise PlanError(f"{sg.describe_op(missing)} is in no partition; place every op")
     prod = producers(sg)
     # weight decompression is copied into its readers by extract: it orders nothing
     folded = constant_producers(sg)
@@ -235,12 +242,12 @@ def dependency_order(sg: Subgraph, parts: Sequence[Sequence[int]]) -> list[int]:
         for i in stuck:  # a non-convex spec is the usual cause: name its witness path
             w = convexity_violation(sg, parts[i])
             if w is not None:
-                raise UsageError(
+                raise PlanError(
                     f"partition spec {i}: ops are not convex: a path leaves the set at "
                     f"{sg.describe_op(w[0])}, passes {sg.describe_op(w[1])} and re-enters at "
                     f"{sg.describe_op(w[2])}; add the ops between"
                 )
-        raise UsageError(
+        raise PlanError(
             f"partition specs {stuck} depend on each other in a cycle; merge them or cut "
             "the graph differently"
         )

@@ -41,7 +41,7 @@ from edgepart.bundle.format import (
 from edgepart.bundle.parts import PartSource, dependency_order, extract_partition, model_tensors
 from edgepart.bundle.report_txt import format_report
 from edgepart.devices.profile import DeviceProfile, load_profile
-from edgepart.errors import UsageError
+from edgepart.errors import PlanError, UsageError
 from edgepart.fileio import atomic_dir
 from edgepart.version import __version__
 
@@ -118,7 +118,7 @@ def build_bundle(
         spec = specs[i]
         pid = spec.id or f"p{k}"
         if not _ID.match(pid) or pid in used_ids:
-            raise UsageError(f"partition id {pid!r} is invalid or repeated; use [A-Za-z0-9_.-]")
+            raise PlanError(f"partition id {pid!r} is invalid or repeated; use [A-Za-z0-9_.-]")
         used_ids.add(pid)
         entry, blob = extract_partition(src, subgraph, spec, pid, entries)
         entries.append(entry)
@@ -243,9 +243,13 @@ def write_bundle(
     Raises
     ------
     UsageError
+        No partitions, a subgraph that does not exist, reserved ``plan_extra`` keys, or a
+        refused output directory.
+    PlanError
         Ops not covered exactly once, a non-convex or state-splitting partition, partitions
-        that depend on each other, unknown processors/units, reserved ``plan_extra`` keys,
-        tensors without a NumPy type on a boundary, or a refused output directory.
+        that depend on each other, unknown processors/units/executors, bad partition ids.
+    UnsupportedOpError
+        A tensor without a NumPy type on a boundary, or a constant model output.
     BundleError
         An arena document that does not fit the plan.
     """
@@ -341,12 +345,12 @@ def _normalize(p: PartitionSpec | Sequence[int], prof: DeviceProfile | None) -> 
     if prof is not None:
         proc = next((q for q in prof.processors if q.name == spec.processor), None)
         if proc is None:
-            raise UsageError(
+            raise PlanError(
                 f"processor {spec.processor!r} is not in profile {prof.name!r}; processors: "
                 f"{', '.join(q.name for q in prof.processors)}"
             )
         if not 0 <= spec.unit < int(proc.units.value):
-            raise UsageError(
+            raise PlanError(
                 f"processor {spec.processor!r} of profile {prof.name!r} has "
                 f"{int(proc.units.value)} units; unit {spec.unit} does not exist"
             )
@@ -354,13 +358,13 @@ def _normalize(p: PartitionSpec | Sequence[int], prof: DeviceProfile | None) -> 
     ex = spec.executor
     if isinstance(ex, str):
         if ex not in EXECUTOR_KINDS or ex == "delegate":
-            raise UsageError(
+            raise PlanError(
                 f"executor {ex!r} is not known; use one of xnnpack, builtin, reference, or an "
                 "ExecutorSpec(kind='delegate', delegate=..., library=...)"
             )
         ex = ExecutorSpec(ex)
     if spec.unit < 0 or (spec.threads is not None and spec.threads < 1):
-        raise UsageError(f"partition {spec.id or list(spec.ops)[:3]}: unit/threads out of range")
+        raise PlanError(f"partition {spec.id or list(spec.ops)[:3]}: unit/threads out of range")
     return PartitionSpec(
         ops=sorted(int(o) for o in spec.ops),
         processor=spec.processor,

@@ -132,7 +132,9 @@ def plan_memory(
     Raises
     ------
     UsageError
-        A bad argument, an invalid buffer table, or nothing to plan.
+        A bad argument, or nothing to plan.
+    BufferTableError
+        An invalid buffer table (``.csv``).
     ModelFormatError, BundleError
         The model or bundle does not load.
 
@@ -219,6 +221,8 @@ def write_tflm_plan(
         ``model`` is not a ``.tflite`` model.
     ModelFormatError
         The model does not load.
+    ArenaOverflowError
+        The arena is larger than TFLite Micro's 32-bit offsets can address.
 
     Examples
     --------

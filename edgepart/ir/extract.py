@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.errors import UsageError
+from edgepart.errors import PlanError, UsageError
 from edgepart.ir import analysis
 from edgepart.ir.graph import BufferTable, Model, Subgraph
 from edgepart.ir.state import state_groups
@@ -63,7 +63,9 @@ def extract(
     Raises
     ------
     UsageError
-        If the set is empty, out of range, not convex, or would split state.
+        If the set is empty or out of range.
+    PlanError
+        If the set is not convex, only decompresses weights, or would split state.
     """
     sg = model.subgraphs[subgraph]
     op_ids = np.unique(np.asarray(ops, dtype=np.int64))
@@ -74,7 +76,7 @@ def extract(
     witness = analysis.convexity_violation(sg, op_ids.tolist())
     if witness is not None:
         a, mid, b = witness
-        raise UsageError(
+        raise PlanError(
             f"ops are not convex: a path leaves the set at {sg.describe_op(a)}, passes "
             f"{sg.describe_op(mid)} and re-enters at {sg.describe_op(b)}; add the ops between"
         )
@@ -84,7 +86,7 @@ def extract(
     if clone_constant_producers:
         member = _with_constant_producers(sg, member)
         if not member.any():
-            raise UsageError(
+            raise PlanError(
                 "the ops only decompress weights (DEQUANTIZE/DENSIFY of constants) that other "
                 "ops consume; extract those consumers instead"
             )
@@ -189,7 +191,7 @@ def _check_state(model: Model, subgraph: int, member: np.ndarray) -> None:
         inside = member[ops]
         if inside.any() and not inside.all():
             a, b = int(ops[inside][0]), int(ops[~inside][0])
-            raise UsageError(
+            raise PlanError(
                 f"the cut splits state: {sg.describe_op(a)} and {sg.describe_op(b)} use the "
                 "same resource variable or variable tensor, which lives in one interpreter; "
                 "keep them in one piece"

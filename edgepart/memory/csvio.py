@@ -14,7 +14,7 @@ import io
 import os
 from pathlib import Path
 
-from edgepart.errors import UsageError
+from edgepart.errors import BufferTableError, UsageError
 from edgepart.fileio import atomic_write_text
 from edgepart.memory.arena import ArenaPlan
 from edgepart.memory.problem import DEFAULT_ALIGNMENT, DEFAULT_MEMORY, MemoryProblem
@@ -29,21 +29,35 @@ _REQUIRED = ("id", "lower", "upper", "size")
 def read_buffers_csv(
     path: str | os.PathLike[str], *, default_alignment: int = DEFAULT_ALIGNMENT
 ) -> MemoryProblem:
-    """Read a buffer table; raises :class:`UsageError` naming ``file:line`` on bad input."""
+    """Read a buffer table.
+
+    Raises
+    ------
+    UsageError
+        If the file is missing or unreadable.
+    BufferTableError
+        Naming ``file:line``, if a row or the header is invalid.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         raise UsageError(f"{path}: cannot read buffer table ({err})") from None
+    except UnicodeDecodeError as err:
+        raise BufferTableError(
+            f"{path}: not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
     rows = [
         (n, [cell.strip() for cell in row])
         for n, row in enumerate(csv.reader(io.StringIO(text)), start=1)
         if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#")
     ]
     if not rows:
-        raise UsageError(f"{path}: no buffers (expected rows id,lower,upper,size[,alignment])")
+        raise BufferTableError(
+            f"{path}: no buffers (expected rows id,lower,upper,size[,alignment])"
+        )
     columns, rows = _columns(path, rows)
     cols: dict[str, list[int]] = {k: [] for k in ("lower", "upper", "size", "alignment", "offset")}
     ids: list[str] = []
@@ -54,21 +68,21 @@ def read_buffers_csv(
         if positional and len(cells) == 4:
             cells = [*cells, ""]  # alignment is optional per row
         if positional and len(cells) != 5:
-            raise UsageError(
+            raise BufferTableError(
                 f"{path}:{line}: expected 4 or 5 columns (id,lower,upper,size[,alignment]), "
                 f"got {len(cells)}"
             )
         if len(cells) != len(columns):
-            raise UsageError(
+            raise BufferTableError(
                 f"{path}:{line}: expected {len(columns)} columns ({','.join(columns)}), "
                 f"got {len(cells)}"
             )
         rec = dict(zip(columns, cells, strict=True))
         bid = rec["id"]
         if not bid:
-            raise UsageError(f"{path}:{line}: empty buffer id")
+            raise BufferTableError(f"{path}:{line}: empty buffer id")
         if bid in first_line:
-            raise UsageError(
+            raise BufferTableError(
                 f"{path}:{line}: buffer id {bid!r} already used on line {first_line[bid]}"
             )
         first_line[bid] = line
@@ -78,16 +92,18 @@ def read_buffers_csv(
         align = _int(path, line, rec, "alignment") if rec.get("alignment") else default_alignment
         offset = _int(path, line, rec, "offset") if rec.get("offset") else -1
         if lower >= upper:
-            raise UsageError(
+            raise BufferTableError(
                 f"{path}:{line}: buffer {bid!r} has empty lifetime [{lower}, {upper}); "
                 "lifetimes are half-open, so upper must exceed lower"
             )
         if size < 0:
-            raise UsageError(f"{path}:{line}: buffer {bid!r} has negative size {size}")
+            raise BufferTableError(f"{path}:{line}: buffer {bid!r} has negative size {size}")
         if align < 1:
-            raise UsageError(f"{path}:{line}: buffer {bid!r} has alignment {align}; need >= 1")
+            raise BufferTableError(
+                f"{path}:{line}: buffer {bid!r} has alignment {align}; need >= 1"
+            )
         if offset < -1 or (offset >= 0 and offset % align):
-            raise UsageError(
+            raise BufferTableError(
                 f"{path}:{line}: buffer {bid!r} has fixed offset {offset}, which must be "
                 f"non-negative and a multiple of its alignment {align}"
             )
@@ -115,15 +131,15 @@ def _columns(
         names = tuple(c.lower() for c in first)
         unknown = [c for c in names if c not in _KNOWN]
         if unknown:
-            raise UsageError(
+            raise BufferTableError(
                 f"{path}:{line}: unknown column {unknown[0]!r}; known columns: "
                 f"{', '.join(sorted(_KNOWN))}"
             )
         missing = [c for c in _REQUIRED if c not in names]
         if missing:
-            raise UsageError(f"{path}:{line}: header lacks column {missing[0]!r}")
+            raise BufferTableError(f"{path}:{line}: header lacks column {missing[0]!r}")
         if len(set(names)) != len(names):
-            raise UsageError(f"{path}:{line}: header repeats a column")
+            raise BufferTableError(f"{path}:{line}: header repeats a column")
         return names, rows[1:]
     return _POSITIONAL, rows
 
@@ -141,7 +157,7 @@ def _int(path: Path, line: int, rec: dict[str, str], key: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise UsageError(f"{path}:{line}: {key} {text!r} is not an integer") from None
+        raise BufferTableError(f"{path}:{line}: {key} {text!r} is not an integer") from None
 
 
 def write_offsets_csv(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgepart.errors import UsageError
+from edgepart.errors import ArenaOverflowError, UsageError
 from edgepart.ir.graph import BufferTable, Model
 from edgepart.ir.values import Metadata
 from edgepart.memory.arena import DEFAULT_TIME_LIMIT, ArenaPlan, plan_arena
@@ -124,7 +124,7 @@ def offline_plan_words(offsets: np.ndarray, subgraph: int) -> np.ndarray:
     """The ``OfflineMemoryAllocation`` payload (int32 little-endian words) for one subgraph."""
     head = np.array([1, subgraph, len(offsets)], dtype="<i4")
     if len(offsets) and offsets.max() >= 2**31:
-        raise UsageError("offline plan offsets must fit in int32 (arena larger than 2 GiB)")
+        raise ArenaOverflowError("offline plan offsets must fit in int32 (arena larger than 2 GiB)")
     return np.concatenate([head, offsets.astype("<i4")])
 
 

@@ -20,7 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from edgepart.errors import UsageError
+from edgepart.errors import BufferTableError, UsageError
 
 __all__ = ["DEFAULT_ALIGNMENT", "DEFAULT_MEMORY", "Buffer", "MemoryProblem"]
 
@@ -158,8 +158,8 @@ class MemoryProblem:
         """Build and validate a problem from columns.
 
         ``fixed`` uses ``-1`` for "no fixed offset". ``conflicts`` holds pairs of buffer ids
-        (or an ``(k, 2)`` integer array of row indices). Raises :class:`UsageError` naming the
-        first offending buffer.
+        (or an ``(k, 2)`` integer array of row indices). Raises :class:`BufferTableError`
+        naming the first offending buffer.
         """
         n = len(ids)
         id_t = tuple(str(x) for x in ids)
@@ -175,7 +175,7 @@ class MemoryProblem:
             mem = np.zeros(n, dtype=np.int64)
         else:
             if len(memory) != n:
-                raise UsageError(f"memory column has {len(memory)} entries for {n} buffers")
+                raise BufferTableError(f"memory column has {len(memory)} entries for {n} buffers")
             names: dict[str, int] = {}
             mem = np.array([names.setdefault(str(m), len(names)) for m in memory], np.int64)
             memories = tuple(names)
@@ -206,7 +206,9 @@ class MemoryProblem:
             seen: set[str] = set()
             for b in self.ids:
                 if b in seen:
-                    raise UsageError(f"buffer id {b!r} appears more than once; ids must be unique")
+                    raise BufferTableError(
+                        f"buffer id {b!r} appears more than once; ids must be unique"
+                    )
                 seen.add(b)
         checks = [
             (self.lower >= self.upper, "lifetime [{lo}, {up}) is empty; need lower < upper"),
@@ -228,26 +230,28 @@ class MemoryProblem:
                     al=int(self.alignment[i]),
                     off=int(self.fixed[i]),
                 )
-                raise UsageError(f"buffer {self.ids[i]!r}: {text}")
+                raise BufferTableError(f"buffer {self.ids[i]!r}: {text}")
 
     def _conflict_rows(self, conflicts: Iterable[tuple[str, str]] | np.ndarray) -> np.ndarray:
         n = len(self)
         if isinstance(conflicts, np.ndarray):
             arr = conflicts.astype(np.int64).reshape(-1, 2)
             if arr.size and (arr.min() < 0 or arr.max() >= n):
-                raise UsageError(f"conflict row index out of range 0..{n - 1}")
+                raise BufferTableError(f"conflict row index out of range 0..{n - 1}")
         else:
             rows = []
             for a, b in conflicts:
                 ia, ib = self.index.get(str(a)), self.index.get(str(b))
                 if ia is None or ib is None:
                     missing = a if ia is None else b
-                    raise UsageError(f"conflict ({a!r}, {b!r}) names unknown buffer {missing!r}")
+                    raise BufferTableError(
+                        f"conflict ({a!r}, {b!r}) names unknown buffer {missing!r}"
+                    )
                 rows.append((ia, ib))
             arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
         if (arr[:, 0] == arr[:, 1]).any():
             i = int(arr[arr[:, 0] == arr[:, 1]][0, 0])
-            raise UsageError(f"conflict of buffer {self.ids[i]!r} with itself")
+            raise BufferTableError(f"conflict of buffer {self.ids[i]!r} with itself")
         # Buffers of different memories never share addresses, so such a conflict is moot.
         arr = arr[self.memory[arr[:, 0]] == self.memory[arr[:, 1]]]
         arr = np.sort(arr, axis=1)
@@ -259,10 +263,10 @@ def _int_column(values: object, n: int, name: str) -> np.ndarray:
         return np.full(n, int(values), dtype=np.int64)
     arr = np.asarray(values)
     if arr.shape != (n,):
-        raise UsageError(f"{name} column has shape {arr.shape}, expected ({n},)")
+        raise BufferTableError(f"{name} column has shape {arr.shape}, expected ({n},)")
     integral = np.issubdtype(arr.dtype, np.integer) or (
         np.issubdtype(arr.dtype, np.floating) and bool(np.all(arr == np.round(arr)))
     )
     if n and not integral:
-        raise UsageError(f"{name} column must hold integers")
+        raise BufferTableError(f"{name} column must hold integers")
     return np.array(arr, dtype=np.int64)

@@ -41,7 +41,7 @@ from edgepart.cost.hardware import Hardware, ProcessorSpec
 from edgepart.cost.model import CostModel
 from edgepart.cost.table import LatencyTable, ProcessorTable, Stats
 from edgepart.cost.units import Unit, UnitResult, timing_units
-from edgepart.errors import EdgepartError
+from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
 from edgepart.profiling._session import Session, activation_names, host_description, stat_value
 from edgepart.profiling.timing import (
@@ -141,7 +141,7 @@ def profile_model(
     """
     cfg = config or ProfileConfig()
     if cfg.statistic not in STATISTICS:
-        raise EdgepartError(f"unknown statistic {cfg.statistic!r}; choose one of {STATISTICS}")
+        raise UsageError(f"unknown statistic {cfg.statistic!r}; choose one of {STATISTICS}")
     t_start = time.perf_counter()
     pt = ProcessorTable(
         name=cfg.processor_name,

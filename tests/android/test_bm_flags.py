@@ -15,7 +15,7 @@ from edgepart.android.bm_flags import (
     flags_from_help,
     parse_delegate,
 )
-from edgepart.errors import UsageError
+from edgepart.errors import BenchmarkOutputError, UsageError
 
 BM = "/data/local/tmp/benchmark_model"
 GRAPH = "/data/local/tmp/m.tflite"
@@ -165,7 +165,7 @@ def test_flags_from_help_reads_the_usage_text() -> None:
         "use_gpu",
         "external_delegate_path",
     } <= flags
-    with pytest.raises(UsageError, match="not benchmark_model's --help"):
+    with pytest.raises(BenchmarkOutputError, match="not benchmark_model's --help"):
         flags_from_help("usage: something else\n\t--verbose=false\n")
 
 

@@ -17,7 +17,7 @@ from edgepart.bundle import (
     load_bundle,
     write_bundle,
 )
-from edgepart.errors import BundleError, UsageError
+from edgepart.errors import BundleError, PlanError, UsageError
 from edgepart.ir import analysis
 from edgepart.jsondoc import dumps
 from edgepart.tflite.reader import read_model
@@ -169,7 +169,7 @@ def test_predictions_and_partitioner_keys_are_kept(tmp_path, mnv2):
 )
 def test_bad_specs_are_refused_and_nothing_is_written(tmp_path, mnv2, mutate, message):
     specs = mutate(_chain_specs(read_model(mnv2)))
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(PlanError, match=message):
         write_bundle(tmp_path / "b", mnv2, specs, profile="pixel8")
     assert not (tmp_path / "b").exists()
     assert list(tmp_path.iterdir()) == []
@@ -178,7 +178,7 @@ def test_bad_specs_are_refused_and_nothing_is_written(tmp_path, mnv2, mutate, me
 def test_partitions_that_depend_on_each_other_are_refused():
     model = branchy_mlp(width=8, depth=2, branches=2)
     # {0, 3} and {1, 2}: each convex? 0->1 and 2->3 make a cycle between the two sets
-    with pytest.raises(UsageError, match=r"cycle|not convex"):
+    with pytest.raises(PlanError, match=r"cycle|not convex"):
         build_bundle(model, [PartitionSpec([0, 3, 4]), PartitionSpec([1, 2])])
 
 
@@ -196,7 +196,7 @@ def test_existing_bundle_is_replaced_but_other_directories_are_not(tmp_path, mnv
 
 def test_failed_rewrite_leaves_the_old_bundle_intact(bundle_dir, mnv2):
     before = {p: p.read_bytes() for p in bundle_dir.rglob("*") if p.is_file()}
-    with pytest.raises(UsageError):
+    with pytest.raises(PlanError):
         write_bundle(
             bundle_dir,
             mnv2,

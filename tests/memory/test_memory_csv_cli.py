@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgepart.cli import main
-from edgepart.errors import UsageError
+from edgepart.errors import BufferTableError
 from edgepart.memory import MemoryProblem, check_plan
 from edgepart.memory.csvio import read_buffers_csv
 
@@ -53,7 +53,7 @@ def test_positional_rows_header_and_comments(tmp_path: Path) -> None:
     ],
 )
 def test_bad_csv_gives_one_line_errors(tmp_path: Path, text: str, error: str) -> None:
-    with pytest.raises(UsageError) as err:
+    with pytest.raises(BufferTableError) as err:
         read_buffers_csv(_write(tmp_path, text))
     assert error in str(err.value)
     assert "\n" not in str(err.value)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgepart.errors import UsageError
+from edgepart.errors import BufferTableError, UsageError
 from edgepart.memory import Buffer, MemoryProblem, arena_bounds, lower_bound
 
 
@@ -37,19 +37,19 @@ def test_from_buffers_round_trip() -> None:
 )
 def test_invalid_buffers_name_the_buffer(kwargs: dict[str, list[float]], message: str) -> None:
     cols = {"ids": ["x"], "lower": [0], "upper": [1], "size": [8]} | kwargs
-    with pytest.raises(UsageError, match=r"x|integers") as err:
+    with pytest.raises(BufferTableError, match=r"x|integers") as err:
         MemoryProblem.from_arrays(**cols)  # type: ignore[arg-type]
     assert message in str(err.value)
 
 
 def test_duplicate_ids_and_bad_conflicts() -> None:
-    with pytest.raises(UsageError, match="'a' appears more than once"):
+    with pytest.raises(BufferTableError, match="'a' appears more than once"):
         MemoryProblem.from_arrays(ids=["a", "a"], lower=[0, 0], upper=[1, 1], size=[1, 1])
-    with pytest.raises(UsageError, match="unknown buffer 'zz'"):
+    with pytest.raises(BufferTableError, match="unknown buffer 'zz'"):
         MemoryProblem.from_arrays(
             ids=["a"], lower=[0], upper=[1], size=[1], conflicts=[("a", "zz")]
         )
-    with pytest.raises(UsageError, match="with itself"):
+    with pytest.raises(BufferTableError, match="with itself"):
         MemoryProblem.from_arrays(ids=["a"], lower=[0], upper=[1], size=[1], conflicts=[("a", "a")])
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from litert_arena_probe import probe
 
-from edgepart.errors import UsageError
+from edgepart.errors import PlanError, UsageError
 from edgepart.ir.extract import extract
 from edgepart.ir.graph import Model
 from edgepart.memory import MemoryProblem, plan_arena
@@ -99,7 +99,7 @@ def compare(path: Path, work: Path) -> dict[str, Any]:
             first[key] = k
             try:
                 piece = extract(m, [k])
-            except UsageError:
+            except (UsageError, PlanError):
                 continue  # e.g. DEQUANTIZE of fp16 weights: folded at Prepare, no temporaries
             (work / f"op{k}.tflite").write_bytes(write_model(piece))
     rep = probe(path, work)

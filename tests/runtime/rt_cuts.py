@@ -20,7 +20,7 @@ import itertools
 import numpy as np
 
 from edgepart.bundle import PartitionSpec
-from edgepart.errors import UsageError
+from edgepart.errors import PlanError, UsageError
 from edgepart.ir import analysis
 from edgepart.ir.extract import extract
 from edgepart.ir.graph import Model
@@ -33,7 +33,7 @@ def extractable(model: Model, parts: list[list[int]]) -> bool:
     try:
         for ops in parts:
             extract(model, ops)
-    except UsageError:
+    except (UsageError, PlanError):
         return False
     return True
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _litert import interpreter, random_inputs, run, run_signature
 
-from edgepart.errors import UsageError
+from edgepart.errors import PlanError
 from edgepart.ir import analysis
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
@@ -163,7 +163,7 @@ def test_control_flow_pieces_carry_their_subgraphs(corpus):
 
 def test_non_convex_set_is_refused_with_a_witness(corpus):
     model = read_model(corpus["mobilenet_v2"])
-    with pytest.raises(UsageError, match="not convex: a path leaves the set at op 0"):
+    with pytest.raises(PlanError, match="not convex: a path leaves the set at op 0"):
         extract(model, [0, 2])
 
 
@@ -176,6 +176,6 @@ def test_splitting_resource_state_is_refused():
     g.op("READ_VARIABLE", [handle], [value])
     g.output(value)
     model = mb.build()
-    with pytest.raises(UsageError, match="the cut splits state: op 0 VAR_HANDLE and op 1"):
+    with pytest.raises(PlanError, match="the cut splits state: op 0 VAR_HANDLE and op 1"):
         extract(model, [0])
     assert extract(model, [0, 1]).main.num_ops == 2
