@@ -17,6 +17,10 @@ from typing import Any
 
 import pytest
 
+# --doctest-modules (pyproject) would import every conftest.py as a module named "conftest"; they
+# hold no examples, and pytest loads them as conftests anyway
+collect_ignore_glob = ["conftest.py", "*/conftest.py"]
+
 TOOLS_DIR = Path(__file__).resolve().parent.parent / "tools"
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))

@@ -1,9 +1,11 @@
 """Android devices through the real adb server: discovery, push, pull, shell, checks.
 
->>> dev = Device()                         # ANDROID_SERIAL, or the only attached device
->>> with dev.make_workdir() as wd:         # /data/local/tmp/edgepart-XXXX, always removed
-...     model = wd.push("model.tflite")
-...     res = dev.shell(["ls", "-l", model], timeout=10)
+With a phone attached (not run as a test: it needs one)::
+
+    dev = Device()                         # ANDROID_SERIAL, or the only attached device
+    with dev.make_workdir() as wd:         # /data/local/tmp/edgepart-XXXX, always removed
+        model = wd.push("model.tflite")
+        res = dev.shell(["ls", "-l", model], timeout=10)
 
 The server is the one adb itself would use (``ADB_SERVER_SOCKET``, ``ANDROID_ADB_SERVER_PORT``;
 see :mod:`edgepart.android.server`) unless ``server=`` is given; the device is ``serial=``, else

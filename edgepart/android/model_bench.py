@@ -1,8 +1,10 @@
 """Benchmark a model on Android devices through adb with TFLite's ``benchmark_model``.
 
->>> report = bench_model("mnv2.tflite", delegates=[parse_delegate("xnnpack"),  # doctest: +SKIP
-...                      parse_delegate("gpu")], serials=["R5CT...", "emulator-5554"])
->>> [(r["serial"], r["label"], r["status"]) for r in report.records]          # doctest: +SKIP
+With phones attached (not run as a test: it needs them)::
+
+    report = bench_model("mnv2.tflite", delegates=[parse_delegate("xnnpack"),
+                         parse_delegate("gpu")], serials=["R5CT...", "emulator-5554"])
+    [(r["serial"], r["label"], r["status"]) for r in report.records]
 
 Each ``(device, delegate)`` pair is one run of ``benchmark_model`` with the delegate's flags
 (:mod:`edgepart.android.bm_flags`); devices run in parallel, delegates one after the other on a

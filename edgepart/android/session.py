@@ -1,7 +1,9 @@
 """One device's side of a benchmark: work directory, ``benchmark_model``, pushed models, runs.
 
->>> with DeviceSession(Device(serial), settings, store) as s:   # doctest: +SKIP
-...     raw = s.run(Job("xnnpack", "model.tflite", parse_delegate("xnnpack")))
+With a phone attached (not run as a test: it needs one)::
+
+    with DeviceSession(Device(serial), settings, store) as s:
+        raw = s.run(Job("xnnpack", "model.tflite", parse_delegate("xnnpack")))
 
 Entering the session reads the device's properties, creates a work directory (named after the
 run settings, so a run interrupted by an unplugged cable and resumed later first removes what

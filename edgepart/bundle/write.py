@@ -1,9 +1,12 @@
 """Build a bundle from a model and a list of partition specs, and write it: the one writer of
 ``manifest.json``, ``plan.json``, ``arena.json`` and ``report.txt``.
 
->>> from edgepart.bundle import PartitionSpec, write_bundle          # doctest: +SKIP
->>> write_bundle("out/", "model.tflite", [PartitionSpec(range(0, 30)),
-...                                       PartitionSpec(range(30, 65), unit=1)])  # doctest: +SKIP
+>>> import tempfile
+>>> from edgepart.bundle import PartitionSpec, write_bundle
+>>> b = write_bundle(tempfile.mkdtemp() + "/b", "examples/models/mobilenet_v2.tflite",
+...                  [PartitionSpec(range(0, 30)), PartitionSpec(range(30, 65))])
+>>> [p.id for p in b.plan.partitions]
+['p0', 'p1']
 
 :func:`build_bundle` makes the bundle in memory, every document validated as the loader would
 (``plan.json`` by :func:`~edgepart.bundle.format.plan_from_doc`, the partitioner's keys

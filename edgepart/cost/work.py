@@ -17,9 +17,12 @@ Fused activations are not counted (they ride on the producing kernel), so ``macs
 MAC figures papers publish. Ops without a rule (custom ops and rare builtins) get a conservative
 estimate, one FLOP per element read or written plus all their bytes, and ``known`` False.
 
->>> from edgepart.cost.work import op_work  # doctest: +SKIP
->>> w = op_work(model.main, model)          # doctest: +SKIP
->>> w.macs.sum(), w.bytes.sum()             # doctest: +SKIP
+>>> from edgepart.cost.work import op_work
+>>> from edgepart.tflite.reader import read_model
+>>> model = read_model("examples/models/mobilenet_v2.tflite")
+>>> w = op_work(model.main, model)
+>>> int(w.macs.sum()), int(w.bytes.sum())
+(10666928, 6116480)
 """
 
 from __future__ import annotations

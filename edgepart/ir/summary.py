@@ -1,8 +1,9 @@
 """What ``edgepart inspect`` reports about a model, as JSON-able data plus a text formatter.
 
->>> from edgepart.ir.summary import summarize, format_summary       # doctest: +SKIP
->>> s = summarize(read_model("mobilenet_v2.tflite"))             # doctest: +SKIP
->>> s["subgraphs"][0]["num_ops"]                                 # doctest: +SKIP
+>>> from edgepart.ir.summary import summarize
+>>> from edgepart.tflite.reader import read_model
+>>> s = summarize(read_model("examples/models/mobilenet_v2.tflite"))
+>>> s["subgraphs"][0]["num_ops"]
 65
 """
 

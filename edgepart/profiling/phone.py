@@ -1,8 +1,10 @@
 """Per-op profiles on Android devices -> a latency table in the cost model's format.
 
->>> report, table = profile_model_adb("mnv2.tflite",                      # doctest: +SKIP
-...                                   delegates=[parse_delegate("cpu"), parse_delegate("gpu")])
->>> table.save("pixel7.json")                                             # doctest: +SKIP
+With a phone attached (not run as a test: it needs one)::
+
+    report, table = profile_model_adb("mnv2.tflite",
+                                      delegates=[parse_delegate("cpu"), parse_delegate("gpu")])
+    table.save("pixel7.json")
 
 Each ``(device, delegate)`` run uses ``--enable_op_profiling=true``: the proto output where the
 binary has ``--op_profiling_output_mode`` (else its stdout table; ``csv`` and ``text`` can be

@@ -9,9 +9,9 @@ is verified later: the ``Buffer`` tables, which sit next to the weights all over
 located at parse time and verified and read on first use of ``model.buffers`` (a tensor's
 data, constness, the writer), so a parse touches only the pages that hold the graph.
 
->>> from edgepart.tflite.reader import read_model      # doctest: +SKIP
->>> m = read_model("mobilenet_v2.tflite")              # doctest: +SKIP
->>> m.main.num_ops, m.main.op(0).name                  # doctest: +SKIP
+>>> from edgepart.tflite.reader import read_model
+>>> m = read_model("examples/models/mobilenet_v2.tflite")
+>>> m.main.num_ops, m.main.op(0).name
 (65, 'CONV_2D')
 """
 
