@@ -18,8 +18,11 @@ Models: :func:`read_model`, :func:`inspect_model`, :func:`claims`. Devices:
 :func:`roofline`, :func:`profile_host`. Placement: :func:`place`, :func:`compile`,
 :func:`place_graph`. Memory: :func:`plan_memory`, :func:`write_tflm_plan`. Bundles:
 :func:`load_bundle`, :func:`run_bundle`, :class:`PartitionedInterpreter`. Phones (adb):
-:func:`adb_devices`, :func:`bench_model`, :func:`bench_bundle`, :func:`profile_phone`. Errors:
-:class:`EdgepartError` and its subclasses. The calls live in :mod:`edgepart.api`.
+:func:`adb_devices`, :func:`bench_model`, :func:`bench_bundle`, :func:`profile_phone`.
+Conversion: :func:`convert_model` (Keras, SavedModel, PyTorch to a checked ``.tflite``). Reports:
+:func:`build_report`, :func:`write_report` (one self-contained HTML page). Long steps take a
+``progress`` callback, such as a :class:`Progress` bar. Errors: :class:`EdgepartError` and its
+subclasses. The calls live in :mod:`edgepart.api` and the packages it names.
 
 The API names load on first use (PEP 562 ``__getattr__``): ``import edgepart`` itself loads
 only the error classes, so the CLI starts without NumPy or LiteRT until a command needs them,
@@ -77,7 +80,10 @@ if TYPE_CHECKING:
     from edgepart.api.profiling import profile_host
     from edgepart.api.running import PartitionedInterpreter, run_bundle
     from edgepart.bundle.load import load_bundle
+    from edgepart.convert import ConversionResult, convert_model
     from edgepart.devices.host_executors import EXECUTOR_NAMES
+    from edgepart.progress import Progress
+    from edgepart.report import ReportResult, build_report, write_report
 
 _LAZY = {
     "read_model": "edgepart.api.models",
@@ -105,6 +111,12 @@ _LAZY = {
     "bench_model": "edgepart.api.phones",
     "bench_bundle": "edgepart.api.phones",
     "profile_phone": "edgepart.api.phones",
+    "convert_model": "edgepart.convert",
+    "ConversionResult": "edgepart.convert",
+    "build_report": "edgepart.report",
+    "write_report": "edgepart.report",
+    "ReportResult": "edgepart.report",
+    "Progress": "edgepart.progress",
 }
 
 __all__ = [
@@ -118,6 +130,7 @@ __all__ = [
     "CommandTimeoutError",
     "CompiledModel",
     "ConversionError",
+    "ConversionResult",
     "CostGraphError",
     "DeviceDisconnectedError",
     "DeviceNotFoundError",
@@ -130,8 +143,10 @@ __all__ = [
     "PlacementInfeasibleError",
     "PlanError",
     "ProfileError",
+    "Progress",
     "RemoteBinaryError",
     "RemoteCommandError",
+    "ReportResult",
     "RuntimeBackendError",
     "UnsupportedOpError",
     "UsageError",
@@ -139,9 +154,11 @@ __all__ = [
     "adb_devices",
     "bench_bundle",
     "bench_model",
+    "build_report",
     "catalog",
     "claims",
     "compile",
+    "convert_model",
     "delegate_names",
     "device_names",
     "inspect_model",
@@ -157,6 +174,7 @@ __all__ = [
     "roofline",
     "run_bundle",
     "validate_yaml",
+    "write_report",
     "write_tflm_plan",
 ]
 

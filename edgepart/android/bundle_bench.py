@@ -34,6 +34,7 @@ from edgepart.bundle import load_bundle
 from edgepart.devices.delegate import delegate_names, load_delegate
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
+from edgepart.progress import ProgressCallback
 
 __all__ = ["FALLBACK", "bench_bundle", "partition_delegate", "partition_rows"]
 
@@ -98,8 +99,11 @@ def bench_bundle(
     results_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
     server: AdbServer | None = None,
+    progress: ProgressCallback | None = None,
 ) -> BenchReport:
     """Benchmark each partition of ``bundle`` with its delegate (fallback as documented above).
+
+    ``progress(done, total, label)`` is called after each run on any device.
 
     Raises
     ------
@@ -148,7 +152,13 @@ def bench_bundle(
         return [_fallback_job(entries[pid], model_of[pid], threads_of[pid], reason)]
 
     devices = run_on_devices(
-        list(serials) or [None], jobs, settings, store, server=server, followup=followup
+        list(serials) or [None],
+        jobs,
+        settings,
+        store,
+        server=server,
+        followup=followup,
+        progress=progress,
     )
     report = BenchReport("bundle", str(root), store.path, store.settings, devices)
     plan = loaded.plan

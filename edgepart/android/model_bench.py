@@ -33,6 +33,7 @@ from edgepart.errors import (
     ModelFormatError,
     UsageError,
 )
+from edgepart.progress import ProgressCallback
 
 __all__ = ["BenchReport", "bench_model", "check_model_file", "check_unique", "open_store"]
 
@@ -138,6 +139,7 @@ def bench_model(
     results_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
     server: AdbServer | None = None,
+    progress: ProgressCallback | None = None,
 ) -> BenchReport:
     """Run ``benchmark_model`` for every delegate on every device (see the module docstring).
 
@@ -155,6 +157,8 @@ def bench_model(
         Binary, CPU mask, run counts and timeout.
     results_dir, resume
         Where records go, and whether runs already final there are skipped.
+    progress
+        ``progress(done, total, label)`` after each run on any device.
 
     Raises
     ------
@@ -177,5 +181,7 @@ def bench_model(
     }
     store = open_store("bench", path, store_settings, results_dir, resume)
     jobs = [Job(str(d), str(path), d, threads) for d in delegates]
-    devices = run_on_devices(list(serials) or [None], jobs, settings, store, server=server)
+    devices = run_on_devices(
+        list(serials) or [None], jobs, settings, store, server=server, progress=progress
+    )
     return BenchReport("bench", str(path), store.path, store.settings, devices)

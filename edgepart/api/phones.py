@@ -22,6 +22,7 @@ from edgepart.android.server import AdbServer
 from edgepart.cost.table import LatencyTable
 from edgepart.errors import UsageError
 from edgepart.profiling.phone import profile_model_adb
+from edgepart.progress import ProgressCallback
 
 __all__ = [
     "AdbDevices",
@@ -107,6 +108,7 @@ def bench_model(
     warmup: int | None = None,
     timeout: float = 600.0,
     results_dir: str | os.PathLike[str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> BenchReport:
     """Run TFLite's ``benchmark_model`` on a model on Android phones, once per delegate.
 
@@ -138,6 +140,9 @@ def bench_model(
     results_dir
         Keep results here and skip runs already completed there (default: a fresh directory
         under ``./edgepart-runs`` named after the settings).
+    progress
+        ``progress(done, total, label)`` after each run on any device, e.g. an
+        :class:`edgepart.Progress` bar.
 
     Returns
     -------
@@ -167,6 +172,7 @@ def bench_model(
         model,
         delegates=[parse_delegate(d) for d in delegates],
         threads=threads,
+        progress=progress,
         **_common(
             serials,
             adb_server,
@@ -195,6 +201,7 @@ def bench_bundle(
     warmup: int | None = None,
     timeout: float = 600.0,
     results_dir: str | os.PathLike[str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> BenchReport:
     """Run ``benchmark_model`` on every partition of a bundle on Android phones, each with the
     delegate its plan assigns, beside the plan's predictions.
@@ -210,7 +217,7 @@ def bench_bundle(
         Delegate name -> external delegate library on the device (an absolute device path,
         e.g. ``{"edgetpu": "/data/local/tmp/libedgetpu.so.1"}``).
     threads, serials, adb_server, cpu_mask, benchmark_binary, remote_binary, runs, warmup, \
-timeout, results_dir
+timeout, results_dir, progress
         As for :func:`bench_model`.
 
     Returns
@@ -252,6 +259,7 @@ timeout, results_dir
         bundle,
         threads=threads,
         libraries=libs,
+        progress=progress,
         **_common(
             serials,
             adb_server,
@@ -284,6 +292,7 @@ def profile_phone(
     warmup: int | None = None,
     timeout: float = 600.0,
     results_dir: str | os.PathLike[str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> tuple[BenchReport, LatencyTable]:
     """Profile a model per op on Android phones with ``benchmark_model``, written as a latency
     table in the same format as :func:`edgepart.profile_host` writes.
@@ -306,7 +315,7 @@ def profile_phone(
     output
         Write the latency table here too (it is always kept in ``results_dir``).
     serials, adb_server, cpu_mask, benchmark_binary, remote_binary, runs, warmup, timeout, \
-results_dir
+results_dir, progress
         As for :func:`bench_model`.
 
     Returns
@@ -341,6 +350,7 @@ results_dir
         statistic=statistic,
         processor=processor,
         output=output,
+        progress=progress,
         **_common(
             serials,
             adb_server,

@@ -15,6 +15,7 @@ from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.costgraph_plan import CostGraphPlan, place_costgraph
 from edgepart.placement.evaluate import OBJECTIVES
 from edgepart.placement.solve import SolveOptions
+from edgepart.progress import ProgressCallback
 
 __all__ = [
     "METHODS",
@@ -46,6 +47,7 @@ def place(
     time_limit: float | None = None,
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
+    progress: ProgressCallback | None = None,
 ) -> ModelPlan:
     """Decide where each op of the model's main subgraph runs on ``device`` (nothing written).
 
@@ -76,6 +78,10 @@ def place(
     edge_cut_k, edge_cut_method
         ``method="edge-cut"``: the number of blocks and the partitioner (``"interval"``, or
         ``"metis"`` with the optional ``pymetis`` package).
+    progress
+        ``progress(done, total, label)`` while ``method="exact"`` searches (milliseconds of
+        the time limit; the label gives the nodes searched and the best so far), e.g. an
+        :class:`edgepart.Progress` bar.
 
     Returns
     -------
@@ -101,7 +107,9 @@ def place(
     >>> print(plan.report().splitlines()[0])  # doctest: +ELLIPSIS
     model mobilenet_v2.tflite: 65 ops -> 65 nodes after fusion (x1.00: nothing merged); ...
     """
-    opts = _options(method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method)
+    opts = _options(
+        method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method, progress
+    )
     return partition_model(
         model, device, method, opts, latency_tables=latency_tables, table_for=table_for
     )
@@ -121,6 +129,7 @@ def compile(
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
     arena: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> CompiledModel:
     """Place the model on ``device`` (see :func:`place`) and apply the placement: a bundle in
     memory, inspected before :meth:`~edgepart.deploy.compile.CompiledModel.save` writes it.
@@ -135,7 +144,7 @@ def compile(
     Parameters
     ----------
     model, device, latency_tables, table_for, objective, method, seed, effort, time_limit, \
-edge_cut_k, edge_cut_method
+edge_cut_k, edge_cut_method, progress
         As for :func:`place`.
     arena
         Plan the memory across partitions (``arena.json``); false leaves it out.
@@ -164,7 +173,9 @@ edge_cut_k, edge_cut_method
     >>> sorted(f["path"] for f in bundle.manifest["files"])
     ['arena.json', 'partitions/p0.tflite', 'plan.json', 'report.txt']
     """
-    opts = _options(method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method)
+    opts = _options(
+        method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method, progress
+    )
     return compile_model(
         model,
         device,
@@ -186,6 +197,7 @@ def place_graph(
     time_limit: float | None = None,
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
+    progress: ProgressCallback | None = None,
 ) -> CostGraphPlan:
     """Place the nodes of a generic cost graph (``docs/costgraph.md``; no ``.tflite`` needed).
 
@@ -193,7 +205,7 @@ def place_graph(
     ----------
     graph
         A cost graph or the path of its JSON document.
-    objective, method, seed, effort, time_limit, edge_cut_k, edge_cut_method
+    objective, method, seed, effort, time_limit, edge_cut_k, edge_cut_method, progress
         As for :func:`place`.
 
     Returns
@@ -224,7 +236,9 @@ def place_graph(
     >>> [(p["processor"], p["nodes"]) for p in json.loads(placed.to_json())["partitions"]]
     [('npu', [0, 1, 2])]
     """
-    opts = _options(method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method)
+    opts = _options(
+        method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method, progress
+    )
     return place_costgraph(graph, method, opts)
 
 
@@ -236,6 +250,7 @@ def _options(
     time_limit: float | None,
     edge_cut_k: int,
     edge_cut_method: str,
+    progress: ProgressCallback | None,
 ) -> SolveOptions:
     """Checked solver options (messages name the parameters)."""
     if method not in METHODS:
@@ -264,4 +279,5 @@ def _options(
         time_limit=60.0 if time_limit is None else time_limit,
         edge_cut_k=edge_cut_k,
         edge_cut_method=edge_cut_method,
+        progress=progress,
     )

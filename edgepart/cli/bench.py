@@ -50,18 +50,25 @@ def handler(args: argparse.Namespace) -> int:
                 "a bundle's partitions run with the delegates its plan assigns; drop --delegate"
             )
         libs = key_values(args.delegate_library, "--delegate-library", "NAME=DEVICE_PATH")
-        report = edgepart.bench_bundle(
-            args.target, delegate_libraries=libs, threads=args.threads, **adb_options(args)
-        )
+        with edgepart.Progress("bench", unit="run") as bar:
+            report = edgepart.bench_bundle(
+                args.target,
+                delegate_libraries=libs,
+                threads=args.threads,
+                progress=bar,
+                **adb_options(args),
+            )
         emit(report, args.json, print_bundle)
     else:
         if args.delegate_library:
             raise UsageError("--delegate-library applies to bundles; use --delegate external:PATH")
-        report = edgepart.bench_model(
-            args.target,
-            delegates=args.delegate or ["xnnpack"],
-            threads=args.threads,
-            **adb_options(args),
-        )
+        with edgepart.Progress("bench", unit="run") as bar:
+            report = edgepart.bench_model(
+                args.target,
+                delegates=args.delegate or ["xnnpack"],
+                threads=args.threads,
+                progress=bar,
+                **adb_options(args),
+            )
         emit(report, args.json, print_bench)
     return finish(report)

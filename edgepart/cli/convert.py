@@ -7,6 +7,9 @@ import json
 import sys
 from typing import Any
 
+import edgepart
+from edgepart.fileio import atomic_write_text
+
 __all__ = ["register"]
 
 
@@ -66,12 +69,8 @@ def register(subparsers: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from edgepart.convert import convert_model
-    from edgepart.fileio import atomic_write_text
-    from edgepart.progress import Progress
-
-    with Progress("convert") as bar:
-        res = convert_model(
+    with edgepart.Progress("convert") as bar:
+        res = edgepart.convert_model(
             args.source,
             args.output,
             quantize=args.quantize,

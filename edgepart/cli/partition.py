@@ -117,7 +117,8 @@ def _graph(args: argparse.Namespace, solve: dict[str, Any]) -> int:
         raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
     if args.latency_table or args.table_for:
         raise UsageError("--latency-table/--table-for go with MODEL; a cost graph has its costs")
-    placed = edgepart.place_graph(args.graph, **solve)
+    with _exact_bar() as bar:
+        placed = edgepart.place_graph(args.graph, progress=bar, **solve)
     if args.output:
         placed.save(args.output)
     print(placed.report(), end="")
@@ -138,13 +139,15 @@ def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
         "table_for": key_values(args.table_for, "--table-for", "PROC=TABLEPROC"),
     }
     if args.output:
-        compiled = edgepart.compile(
-            args.model, args.profile, arena=not args.no_arena, **costs, **solve
-        )
+        with _exact_bar() as bar:
+            compiled = edgepart.compile(
+                args.model, args.profile, arena=not args.no_arena, progress=bar, **costs, **solve
+            )
         compiled.save(args.output)
         placement, report = compiled.placement, compiled.report()
     else:
-        placement = edgepart.place(args.model, args.profile, **costs, **solve)
+        with _exact_bar() as bar:
+            placement = edgepart.place(args.model, args.profile, progress=bar, **costs, **solve)
         report = placement.report()
     print(report, end="")
     secs = placement.seconds
@@ -156,3 +159,9 @@ def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
         arena = "" if compiled.arena is not None else " (no arena.json)"
         print(f"bundle written to {args.output}{arena}")
     return 0
+
+
+def _exact_bar() -> edgepart.Progress:
+    """The bar ``--exact`` draws on a terminal (milliseconds of its time limit); the other
+    methods never call it, and a bar never called draws nothing."""
+    return edgepart.Progress("exact search", unit="ms")

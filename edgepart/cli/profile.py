@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 import edgepart
@@ -81,8 +80,7 @@ def handler(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget {args.budget}: need a positive number of seconds")
     if args.adb:
         return _adb(args)
-    bar = None if args.no_progress else _Bar()
-    try:
+    with _bar(args, "op") as bar:
         res = edgepart.profile_host(
             args.model,
             executor=args.executor,
@@ -92,27 +90,26 @@ def handler(args: argparse.Namespace) -> int:
             statistic=args.statistic,
             fusion=not args.no_fusion,
             output=args.output,
-            progress=bar.update if bar else None,
+            progress=bar,
         )
-    finally:
-        if bar:
-            bar.close()
     _report(res, args)
     return 0
 
 
 def _adb(args: argparse.Namespace) -> int:
     """The ``--adb`` branch: per-op profile on phones -> latency table."""
-    report, table = edgepart.profile_phone(
-        args.model,
-        delegates=args.delegate or ["xnnpack"],
-        threads=args.threads,
-        op_output=args.op_output,
-        statistic=args.statistic,
-        processor=args.processor,
-        output=args.output,
-        **adb_options(args),
-    )
+    with _bar(args, "run") as bar:
+        report, table = edgepart.profile_phone(
+            args.model,
+            delegates=args.delegate or ["xnnpack"],
+            threads=args.threads,
+            op_output=args.op_output,
+            statistic=args.statistic,
+            processor=args.processor,
+            output=args.output,
+            progress=bar,
+            **adb_options(args),
+        )
     if args.json:
         print(json.dumps(report.to_json(), indent=1, sort_keys=True))
     else:
@@ -155,34 +152,6 @@ def _report(res: Any, args: argparse.Namespace) -> None:
         print(f"wrote {args.output}")
 
 
-class _Bar:
-    """tqdm on stderr when available, else a one-line counter."""
-
-    def __init__(self) -> None:
-        self._tqdm: Any = None
-        self._total = 0
-        try:
-            import tqdm  # type: ignore[import-untyped]  # optional: a nicer bar when installed
-
-            self._mod = tqdm
-        except ImportError:
-            self._mod = None
-
-    def update(self, done: int, total: int, label: str) -> None:
-        if self._mod is not None:
-            if self._tqdm is None:
-                self._tqdm = self._mod.tqdm(
-                    total=total, file=sys.stderr, unit="op", desc="profiling", leave=False
-                )
-            self._tqdm.set_postfix_str(label[:20], refresh=False)
-            self._tqdm.update(done - self._tqdm.n)
-        else:
-            sys.stderr.write(f"\rprofiling {done}/{total} {label[:20]:<20}")
-            sys.stderr.flush()
-            self._total = total
-
-    def close(self) -> None:
-        if self._tqdm is not None:
-            self._tqdm.close()
-        elif self._total:
-            sys.stderr.write("\n")
+def _bar(args: argparse.Namespace, unit: str) -> edgepart.Progress:
+    """A bar on stderr when it is a terminal (edgepart.progress), never with --no-progress."""
+    return edgepart.Progress("profiling", unit=unit, enabled=False if args.no_progress else None)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import edgepart
+from edgepart.cli._args import key_values
+
 __all__ = ["register"]
 
 
@@ -69,16 +72,8 @@ def register(subparsers: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from edgepart.errors import UsageError
-    from edgepart.report import write_report
-
-    mapping = {}
-    for m in args.table_for:
-        proc, sep, tproc = m.partition("=")
-        if not sep or not proc or not tproc:
-            raise UsageError(f"--table-for {m!r}: expected PROC=TABLEPROC")
-        mapping[proc] = tproc
-    res = write_report(
+    mapping = key_values(args.table_for, "--table-for", "PROC=TABLEPROC")
+    res = edgepart.write_report(
         args.target,
         args.output,
         model_explorer=args.model_explorer,

@@ -31,6 +31,7 @@ from edgepart.placement.evaluate import OBJECTIVES, Evaluation, evaluate, object
 from edgepart.placement.exact import solve_exact
 from edgepart.placement.heuristic import solve_heuristic
 from edgepart.placement.placement_check import check_evaluation
+from edgepart.progress import ProgressCallback
 
 __all__ = [
     "Solution",
@@ -50,6 +51,8 @@ class SolveOptions:
     time_limit: float = 60.0  # exact solver
     edge_cut_k: int = 2
     edge_cut_method: str = "interval"
+    # progress(done, total, label) while the exact solver runs (not part of the result)
+    progress: ProgressCallback | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,6 +121,7 @@ def _exact(g: CostGraph, o: SolveOptions, bl: list[Baseline]) -> tuple[np.ndarra
         o.objective,
         time_limit=o.time_limit,
         incumbents=[h] + [b.units for b in bl if b.feasible],
+        progress=o.progress,
     )
     return r.units, {
         "optimal": r.optimal,
@@ -159,7 +163,8 @@ def partition_costgraph(
     method : str
         A registered solver: "heuristic", "exact" or "edge-cut".
     options : SolveOptions
-        Objective, seed, effort, exact time limit, edge-cut k and partitioner.
+        Objective, seed, effort, exact time limit, edge-cut k and partitioner, and a progress
+        callback the exact solver calls.
     baselines : sequence of Baseline
         More TFLite-default candidates besides the generic ones (e.g. the exact claim of a
         device profile's default delegates); all are starts and the plan is never worse than

@@ -40,6 +40,7 @@ from edgepart.android.server import AdbServer
 from edgepart.cost.table import LatencyTable
 from edgepart.errors import BenchmarkOutputError, UsageError
 from edgepart.profiling.op_table import CPU_KERNELS, attribute_rows, model_entry, processor_table
+from edgepart.progress import ProgressCallback
 from edgepart.tflite.reader import read_model
 
 __all__ = ["OP_OUTPUTS", "processor_name", "profile_model_adb"]
@@ -74,11 +75,13 @@ def profile_model_adb(
     results_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
     server: AdbServer | None = None,
+    progress: ProgressCallback | None = None,
 ) -> tuple[BenchReport, LatencyTable]:
     """Profile ``model`` per op on every device with every delegate; return the latency table.
 
     The table is written to ``results_dir/table.json`` and, if given, to ``output`` (both
     atomically), also when some device failed: what was measured is kept.
+    ``progress(done, total, label)`` is called after each run on any device.
 
     Raises
     ------
@@ -112,7 +115,9 @@ def profile_model_adb(
         Job(str(d), str(path), d, threads, op_profiling=op_output, runtime_info=True)
         for d in delegates
     ]
-    devices = run_on_devices(list(serials) or [None], jobs, settings, store, server=server)
+    devices = run_on_devices(
+        list(serials) or [None], jobs, settings, store, server=server, progress=progress
+    )
     report = BenchReport("profile", str(path), store.path, store.settings, devices)
     table, summaries, skipped = _build(ir, path, devices, store, threads, statistic, processor)
     report.extra.update(processors=summaries, skipped=skipped)

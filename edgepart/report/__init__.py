@@ -64,6 +64,26 @@ def build_report(
     from the plan unless ``profile`` is given). A model is partitioned now for ``profile``
     (required) with the heuristic solver and ``objective``; nothing is written.
 
+    Parameters
+    ----------
+    target
+        A bundle directory or a ``.tflite`` model.
+    profile
+        The device profile (a model needs one; a bundle's own by default).
+    model
+        A bundle's source model, if it moved since the bundle was written.
+    measured
+        Records of ``edgepart run BUNDLE --benchmark --json`` or ``edgepart bench BUNDLE --adb
+        --json``: their measured schedules are drawn beside the predicted ones.
+    latency_tables, table_for, objective
+        The cost model's measured tables and their processor mapping (as for
+        :func:`edgepart.place`); a model's plan minimizes ``objective``.
+
+    Returns
+    -------
+    tuple of PlanView and dict
+        What the placement is, and the report document the page renders.
+
     Raises
     ------
     UsageError
@@ -71,6 +91,15 @@ def build_report(
         of another bundle, measured records for a model (measure a bundle).
     BundleError, ModelFormatError, ProfileError
         Invalid inputs, as their loaders report them.
+
+    Examples
+    --------
+    >>> import edgepart
+    >>> view, doc = edgepart.build_report("examples/models/mobilenet_v2.tflite", profile="pixel8")
+    >>> doc["meta"]["num_ops"], doc["meta"]["num_partitions"]
+    (65, 1)
+    >>> [s["label"] for s in doc["schedules"]]
+    ["edgepart's plan, predicted for pixel8", "TFLite's default (gpu then xnnpack), predicted"]
     """
     t = Path(target)
     if t.is_dir():
@@ -111,7 +140,36 @@ def write_report(
 ) -> ReportResult:
     """Write the HTML report of ``target`` to ``output`` (and overlays into ``model_explorer``).
 
-    Keyword arguments go to :func:`build_report`. The file is written atomically.
+    The page is one self-contained file (no network access when opened), written atomically.
+
+    Parameters
+    ----------
+    target
+        A bundle directory or a ``.tflite`` model.
+    output
+        The ``.html`` file to write.
+    model_explorer
+        Also write Model Explorer node-data overlays into this directory.
+    **kwargs
+        As for :func:`build_report` (``profile``, ``model``, ``measured``, ...).
+
+    Returns
+    -------
+    ReportResult
+        The file written, the report document and the overlay files.
+
+    Raises
+    ------
+    UsageError, BundleError, ModelFormatError, ProfileError
+        As for :func:`build_report`; ``output`` is a directory.
+
+    Examples
+    --------
+    >>> import tempfile, edgepart
+    >>> out = tempfile.mkdtemp() + "/report.html"
+    >>> res = edgepart.write_report("examples/models/mobilenet_v2.tflite", out, profile="pixel8")
+    >>> res.html.name, res.document["meta"]["profile"], res.overlays
+    ('report.html', 'pixel8', ())
     """
     out = Path(output)
     if out.is_dir():

@@ -25,13 +25,19 @@ def test_runs_report_progress(
     calls: list[tuple[int, int, str]] = []
     real = bundle_bench.run_on_devices
 
-    def with_progress(*args, **kw):  # type: ignore[no-untyped-def]
-        return real(*args, **kw, progress=lambda d, t, s: calls.append((d, t, s)))
+    def recorded(*args, progress, **kw):  # type: ignore[no-untyped-def]
+        def both(d: int, t: int, s: str) -> None:
+            calls.append((d, t, s))
+            progress(d, t, s)  # the CLI's bar
 
-    monkeypatch.setattr(bundle_bench, "run_on_devices", with_progress)
+        return real(*args, **kw, progress=both)
+
+    monkeypatch.setattr(bundle_bench, "run_on_devices", recorded)
     monkeypatch.setenv("ADB_SERVER_SOCKET", emu.server.spec)
+    monkeypatch.setenv("EDGEPART_PROGRESS", "1")  # draw as on a terminal
     status, _, err = cli(capsys, *adb_args("bench", bundle, *RUNS, "--resume", str(tmp_path / "r")))
     assert status == 0, err
+    assert "bench [" in err and "3/3 run 100%" in err
     # p0 asked for the GPU, which the emulated phone lacks: a follow-up XNNPACK run is added
     assert [c[0] for c in calls] == [1, 2, 3]
     assert [c[1] for c in calls] == [3, 3, 3]  # the follow-up counts from the run that asked
