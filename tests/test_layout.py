@@ -11,10 +11,17 @@
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import edgepart
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, packaged
+    import tomli as tomllib
 
 PACKAGE = Path(edgepart.__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -114,3 +121,15 @@ def test_no_private_name_is_imported_from_another_package() -> None:
                 if private and not (package == owner or package.startswith(owner + ".")):
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert bad == []
+
+
+def test_the_architecture_page_shows_the_layers_contract() -> None:
+    """docs/architecture.md draws the layers of pyproject.toml's contract, in its order."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    layers = next(
+        c["layers"] for c in contracts["tool"]["importlinter"]["contracts"] if c["id"] == "layers"
+    )
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = page.split("## The layers", 1)[1].split("```", 2)[1]
+    drawn = [re.split(r"\s{2,}", line.strip())[0] for line in block.splitlines() if line.strip()]
+    assert drawn == layers
