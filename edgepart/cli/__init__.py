@@ -4,15 +4,24 @@ Each subcommand lives in its own module ``edgepart/cli/<name>.py`` that defines
 ``register(subparsers)``; modules are discovered by file name, so adding a command never edits a
 shared list. Handlers parse arguments, call the API, and format results. Any
 :class:`~edgepart.errors.EdgepartError` becomes one line on stderr and exit status 2.
+
+SIGTERM becomes an exception while a command runs (as Ctrl-C does), so the cleanup of
+:mod:`edgepart.fileio` runs and no half-written temporary is left; the command exits with
+status 143. Failures no input check anticipated (the OS refusing a file, memory running out,
+nesting too deep for Python) still end in one line, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from edgepart.devices.search_path import using_search_path
 from edgepart.errors import EdgepartError
@@ -42,12 +51,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (raised in the main thread so ``finally`` blocks and cleanup run)."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with using_search_path(args.search_path):
+        with _sigterm_raises(), using_search_path(args.search_path):
             status = args.func(args)
     except EdgepartError as err:
         print(f"edgepart: error: {err}", file=sys.stderr)
@@ -55,6 +84,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("edgepart: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("edgepart: terminated", file=sys.stderr)
+        return 143
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        print(
+            "edgepart: error: out of memory; the input is larger than this machine can handle",
+            file=sys.stderr,
+        )
+        return 2
+    except RecursionError:
+        print("edgepart: error: the input is nested too deeply to process", file=sys.stderr)
+        return 2
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"edgepart: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     return int(status or 0)

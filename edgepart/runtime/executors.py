@@ -14,13 +14,14 @@ Four kinds, chosen per partition from its plan entry and its delegate's file
 
 Choosing (:func:`choose_executor`) is a pure decision returned as an :class:`ExecutorChoice`;
 opening (:func:`open_partition`) applies it. A delegate partition needs a library: given
-explicitly (``delegate_libraries``, the plan's ``executor.library``, or the environment variable
-``EDGEPART_DELEGATE_<NAME>``), or discovered by the file names its delegate file lists
-(``library.files``) on the library path. With none, the partition runs on the *host fallback*
-executor (the delegate file's ``library.fallback``, ``xnnpack`` for every shipped one, unless
-the caller names one) and the choice says so (``fallback=True``, ``executed_on`` naming the
-host). A library that was asked for explicitly but cannot be loaded is an error
-(:class:`RuntimeBackendError`), never a silent fallback.
+explicitly by the user (``delegate_libraries``, ``--delegate-library``, or the environment
+variable ``EDGEPART_DELEGATE_<NAME>``), or discovered by the file names its delegate file lists
+(``library.files``) on the library path. A bundle names delegates, never libraries: nothing in
+a plan chooses code to load (``docs/security.md``). With none, the partition runs on the
+*host fallback* executor (the delegate file's ``library.fallback``, ``xnnpack`` for every
+shipped one, unless the caller names one) and the choice says so (``fallback=True``,
+``executed_on`` naming the host). A library that was asked for explicitly but cannot be loaded
+is an error (:class:`RuntimeBackendError`), never a silent fallback.
 """
 
 from __future__ import annotations
@@ -241,7 +242,6 @@ def choose_executor(
     options.update(ex.options if ex is not None else {})
     library, explicit = _library_for(
         name,
-        ex.library if ex is not None else None,
         libraries or {},
         options,
         environ or os.environ,
@@ -269,7 +269,6 @@ def choose_executor(
 
 def _library_for(
     name: str,
-    in_plan: str | None,
     libraries: Mapping[str, Any],
     options: dict[str, str],
     environ: Mapping[str, str],
@@ -281,8 +280,6 @@ def _library_for(
         given = given.get("library")
     if given:
         return str(given), True
-    if in_plan:
-        return in_plan, True
     env = environ.get(f"EDGEPART_DELEGATE_{name.upper()}")
     if env:
         return env, True
