@@ -29,6 +29,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import hashlib
+import io
 import os
 import re
 import shutil
@@ -50,7 +52,9 @@ __all__ = [
     "clean_stale",
     "file_kind",
     "open_regular",
+    "read_npy",
     "read_regular",
+    "sha256_regular",
 ]
 
 MiB = 1 << 20
@@ -114,7 +118,7 @@ def open_regular(
     try:
         fd = os.open(p, flags, dir_fd=dir_fd)
     except FileNotFoundError:
-        raise error(f"{p}: no such file") from None
+        raise error(f"{p}: cannot read: no such file") from None
     except OSError as err:
         if err.errno == errno.ELOOP and not follow_symlinks:
             raise error(
@@ -173,6 +177,100 @@ def read_regular(
         raise error(f"{p}: cannot read the file ({err.strerror})") from None
     finally:
         os.close(fd)
+
+
+def sha256_regular(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "file",
+    error: type[EdgepartError] = UsageError,
+    limit: int | None = None,
+) -> tuple[str, int]:
+    """SHA-256 (hex) and size of a regular file, read in blocks (memory stays small).
+
+    Raises
+    ------
+    EdgepartError
+        (``error``) Everything :func:`open_regular` raises, a file over ``limit`` bytes, or a
+        read error.
+    """
+    p = os.fspath(path)
+    fd = open_regular(p, what=what, error=error)
+    h = hashlib.sha256()
+    total = 0
+    try:
+        size = os.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise error(_too_large(p, size, limit, what))
+        while True:
+            block = os.read(fd, 8 * MiB)
+            if not block:
+                break
+            h.update(block)
+            total += len(block)
+            if limit is not None and total > limit:
+                raise error(_too_large(p, total, limit, what))
+    except OSError as err:
+        raise error(f"{p}: cannot read the file ({err.strerror})") from None
+    finally:
+        os.close(fd)
+    return h.hexdigest(), total
+
+
+NPY_LIMIT = 1 << 32
+"""Largest ``.npy`` file read (4 GiB)."""
+
+
+def read_npy(
+    path: str | os.PathLike[str],
+    *,
+    what: str = ".npy array",
+    error: type[EdgepartError] = UsageError,
+    limit: int = NPY_LIMIT,
+) -> Any:
+    """One array from a ``.npy`` file, checked before any memory is allocated for it.
+
+    The header's shape and type must describe exactly the bytes the file holds (a header
+    claiming 10^11 floats in a 100-byte file is refused, not allocated); object arrays (pickles)
+    are refused. The array is a read-only view of the file's bytes.
+
+    Raises
+    ------
+    EdgepartError
+        (``error``) Everything :func:`read_regular` raises, a malformed header, an object array,
+        or a size that does not match the header.
+    """
+    import numpy as np
+    from numpy.lib import format as npy
+
+    p = os.fspath(path)
+    data = read_regular(p, what=what, limit=limit, error=error)
+    f = io.BytesIO(data)
+    try:
+        version = npy.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = npy.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = npy.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"format version {version[0]}.{version[1]} is not supported")
+    except (ValueError, OSError, SyntaxError, TypeError) as err:
+        msg = " ".join(str(err).split())[:160]
+        raise error(f"{p}: not a .npy file ({msg}); save it with numpy.save") from None
+    if dtype.hasobject:
+        raise error(f"{p}: holds Python objects (dtype {dtype}); save a numeric array")
+    count = 1
+    for d in shape:
+        count *= int(d)
+    need = count * dtype.itemsize
+    have = len(data) - f.tell()
+    if need != have:
+        raise error(
+            f"{p}: the header says shape {list(shape)} of {dtype} ({need:,} bytes) but the file "
+            f"holds {have:,} bytes of data; the file is truncated or corrupted"
+        )
+    arr = np.frombuffer(data, dtype=dtype, count=count, offset=f.tell())
+    return arr.reshape(shape, order="F" if fortran else "C")
 
 
 def _too_large(path: str, size: int, limit: int, what: str) -> str:

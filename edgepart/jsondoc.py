@@ -104,12 +104,14 @@ def parse(
     *,
     error: type[EdgepartError] = BundleError,
     max_depth: int = MAX_DEPTH,
+    constants: bool = False,
 ) -> Any:
     """Parse JSON bytes strictly, with bounded work; every defect is one ``error`` line.
 
-    Refused: invalid UTF-8 or JSON (line and column named), ``NaN``/``Infinity``, integers
-    beyond 64 bits, floats that overflow, a key twice in one object, nesting deeper than
-    ``max_depth``.
+    Refused: invalid UTF-8 or JSON (line and column named), ``NaN``/``Infinity`` (unless
+    ``constants``: then they become floats, for a caller whose validator names the JSON path of
+    every non-finite value), integers beyond 64 bits, floats that overflow, a key twice in one
+    object, nesting deeper than ``max_depth``.
     """
     try:
         text = data.decode("utf-8")
@@ -119,8 +121,8 @@ def parse(
         doc = json.loads(
             text,
             parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_parse_constant,
+            parse_float=float if constants else _parse_float,
+            parse_constant=float if constants else _parse_constant,
             object_pairs_hook=_object,
         )
     except json.JSONDecodeError as err:
@@ -168,13 +170,14 @@ def load_file(
     error: type[EdgepartError],
     follow_symlinks: bool = True,
     dir_fd: int | None = None,
+    constants: bool = False,
 ) -> Any:
     """Read a regular JSON file of at most ``limit`` bytes and :func:`parse` it."""
     p = os.fspath(path)
     data = read_regular(
         p, what=what, limit=limit, error=error, follow_symlinks=follow_symlinks, dir_fd=dir_fd
     )
-    return parse(data, p, error=error)
+    return parse(data, p, error=error, constants=constants)
 
 
 def schema_doc(name: str) -> Any:

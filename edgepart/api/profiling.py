@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from edgepart.errors import UsageError
+from edgepart.bundle.parts import MODEL_LIMIT
+from edgepart.errors import ModelFormatError, UsageError
+from edgepart.fileio import read_regular
 from edgepart.profiling.host import STATISTICS, ProfileConfig, ProfileResult, profile_model
 from edgepart.profiling.timing import TimingConfig
 from edgepart.tflite.reader import read_model
@@ -89,8 +91,8 @@ def profile_host(
         raise UsageError(f"statistic {statistic!r}: use one of {', '.join(STATISTICS)}")
     path = os.fspath(model)
     m = read_model(path)
-    with open(path, "rb") as f:  # the whole-model timing loads the file's own bytes
-        content = f.read()
+    # the whole-model timing loads the file's own bytes
+    content = read_regular(path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError)
     cfg = ProfileConfig(
         executor=executor,
         threads=threads,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -15,6 +14,7 @@ import numpy as np
 
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
+from edgepart.fileio import read_npy, sha256_regular
 from edgepart.runtime.latency import LatencyStats, time_calls
 from edgepart.runtime.timeline import PartitionSpan, measure_timeline
 
@@ -100,9 +100,9 @@ def resolve_inputs(
 
 def _load_npy(name: str, file: str | os.PathLike[str]) -> np.ndarray:
     try:
-        return np.load(file, allow_pickle=False)  # type: ignore[no-any-return]
-    except (OSError, ValueError) as err:
-        raise UsageError(f"--input {name}: cannot read {file} as .npy ({err})") from None
+        return read_npy(file, what=".npy input")  # type: ignore[no-any-return]
+    except UsageError as err:
+        raise UsageError(f"--input {name}: {err}") from None
 
 
 def run_once(interp: PartitionedInterpreter, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -120,9 +120,9 @@ def open_source_model(interp: PartitionedInterpreter, model: str | None) -> Path
     if path is None:
         raise UsageError("the bundle does not record its source model's path; pass --model")
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise UsageError(f"source model {p} not found; pass --model PATH")
-    digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    digest, _ = sha256_regular(p, what="source .tflite model")
     if digest != src["sha256"]:
         raise UsageError(
             f"{p} is not the model this bundle was made from (sha256 {digest[:12]}..., the "

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from edgepart.errors import ModelFormatError
+from edgepart.fileio import open_regular
 from edgepart.ir.graph import BufferTable, LazySeq, Model, Subgraph, subgraph_refs
 from edgepart.ir.values import (
     Csr,
@@ -66,23 +66,14 @@ def read_model(path: str | os.PathLike[str]) -> Model:
 
 
 def _map_file(path: str) -> mmap.mmap:
-    """The whole file, mapped read-only (``os.open``: no buffered file object to build)."""
+    """The whole file, mapped read-only (a regular file only: a FIFO or device is refused
+    without blocking, see :func:`edgepart.fileio.open_regular`)."""
+    fd = open_regular(path, what=".tflite model", error=ModelFormatError)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ModelFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelFormatError(f"{path}: is a directory, expected a .tflite file") from None
-    except OSError as err:
-        raise ModelFormatError(f"{path}: cannot read the file ({err.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ModelFormatError(f"{path}: is a directory, expected a .tflite file")
-        if st.st_size == 0:
+        if os.fstat(fd).st_size == 0:
             raise ModelFormatError(f"{path}: file is empty; expected a .tflite model")
         return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    except OSError as err:  # not a regular file, or the mapping failed
+    except OSError as err:  # the mapping failed
         raise ModelFormatError(f"{path}: cannot map the file ({err.strerror})") from None
     finally:
         os.close(fd)
