@@ -6,7 +6,7 @@ import functools
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -25,16 +25,20 @@ __all__ = [
     "parse",
     "schema_doc",
     "schema_error",
+    "text",
     "validate",
 ]
 
 
-def canonical(value: Any) -> Any:
-    """Plain JSON values: NumPy scalars/arrays to Python, tuples to lists, non-finite to None."""
+def canonical(value: Any, default: Callable[[Any], Any] | None = None) -> Any:
+    """Plain JSON values: NumPy scalars/arrays to Python, tuples to lists, non-finite to None.
+
+    Other types raise ``TypeError``, or become ``default(value)`` when given.
+    """
     if isinstance(value, Mapping):
-        return {str(k): canonical(v) for k, v in value.items()}
+        return {str(k): canonical(v, default) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [canonical(v) for v in value]
+        return [canonical(v, default) for v in value]
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -44,7 +48,15 @@ def canonical(value: Any) -> Any:
         return f if math.isfinite(f) else None
     if value is None or isinstance(value, str):
         return value
+    if default is not None:
+        return default(value)
     raise TypeError(f"{type(value).__name__} is not JSON-serializable: {value!r}")
+
+
+def text(doc: Any, *, indent: int = 1, default: Callable[[Any], Any] | None = None) -> str:
+    """JSON text with sorted keys and no trailing newline that is always valid JSON: NaN and
+    infinities (which ``json.dumps`` writes as the non-JSON ``NaN``/``Infinity``) become null."""
+    return json.dumps(canonical(doc, default), sort_keys=True, indent=indent, allow_nan=False)
 
 
 def dumps(doc: Any) -> bytes:
