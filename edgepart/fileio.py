@@ -16,9 +16,12 @@ SIGKILL at any instant (not power loss; ``docs/security.md``):
   the call, two renames; the next write restores the old directory if it was killed between
   them);
 * temporaries are named ``.NAME.edgepart-PID-XXXX.tmp`` next to the target, removed on any
-  exception (SIGTERM and SIGINT become exceptions in the CLI) with those signals blocked
-  during the removal, and removed by the next write to the same target when left by a process
-  that no longer runs (SIGKILL);
+  exception with SIGTERM and SIGINT blocked during the removal, and removed by the next write
+  to the same target when left by a process that no longer runs (SIGKILL). While a write is
+  under way in the main thread, SIGTERM (if nobody else handles it) raises :class:`Terminated`
+  instead of ending the process at once, so the cleanup runs; outside writes it keeps its
+  default action (there is nothing to clean up then, and a process stuck in native code still
+  ends);
 * a target that is a FIFO or character device (``--json /dev/stdout``) is written directly;
   one that is a directory, socket or block device is refused; write errors (a full disk)
   become one-line :class:`~edgepart.errors.OutputError` and leave the old target in place.
@@ -45,6 +48,7 @@ from typing import Any
 from edgepart.errors import EdgepartError, OutputError, UsageError
 
 __all__ = [
+    "Terminated",
     "atomic_dir",
     "atomic_write",
     "atomic_write_chunks",
@@ -58,6 +62,10 @@ __all__ = [
 ]
 
 MiB = 1 << 20
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived while a file was being written (the write was cleaned up)."""
 
 
 # ---------------------------------------------------------------------- input
@@ -317,6 +325,14 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[Any]) -> 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale(path)
+    except OSError as err:
+        raise _output_error(path, err) from None
+    with _sigterm_raises():
+        _write_file(path, chunks)
+
+
+def _write_file(path: Path, chunks: Iterable[Any]) -> None:
+    try:
         fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path.name), suffix=".tmp", dir=path.parent)
     except OSError as err:
         raise _output_error(path, err) from None
@@ -409,6 +425,13 @@ def atomic_dir(
     except OSError as err:
         raise _output_error(path, err) from None
     _check_target(path, overwrite, check)
+    with _sigterm_raises():
+        yield from _replace_dir(path, overwrite, check)
+
+
+def _replace_dir(
+    path: Path, overwrite: bool, check: Callable[[Path], None] | None
+) -> Iterator[Path]:
     try:
         tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(path.name), suffix=".tmp", dir=path.parent))
     except OSError as err:
@@ -570,6 +593,26 @@ def _alive(pid: int) -> bool:
     except OSError:  # exists, owned by someone else
         return True
     return True
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in this block (main thread, default handler only)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

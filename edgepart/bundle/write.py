@@ -43,6 +43,7 @@ from edgepart.bundle.format import (
 from edgepart.bundle.load import MANIFEST_LIMIT
 from edgepart.bundle.parts import PartSource, dependency_order, extract_partition, model_tensors
 from edgepart.bundle.report_txt import format_report
+from edgepart.devices.host_executors import MAX_THREADS
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.errors import EdgepartError, OutputError, UsageError
 from edgepart.fileio import atomic_dir
@@ -482,7 +483,7 @@ def _normalize(p: PartitionSpec | Sequence[int], prof: DeviceProfile | None) -> 
                 "ExecutorSpec(kind='delegate', delegate=...)"
             )
         ex = ExecutorSpec(ex)
-    if spec.unit < 0 or (spec.threads is not None and spec.threads < 1):
+    if spec.unit < 0 or (spec.threads is not None and not 1 <= spec.threads <= MAX_THREADS):
         raise UsageError(f"partition {spec.id or list(spec.ops)[:3]}: unit/threads out of range")
     return PartitionSpec(
         ops=sorted(int(o) for o in spec.ops),

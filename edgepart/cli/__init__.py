@@ -5,26 +5,23 @@ Each subcommand lives in its own module ``edgepart/cli/<name>.py`` that defines
 shared list. Handlers parse arguments, call the API, and format results. Any
 :class:`~edgepart.errors.EdgepartError` becomes one line on stderr and exit status 2.
 
-SIGTERM becomes an exception while a command runs (as Ctrl-C does), so the cleanup of
-:mod:`edgepart.fileio` runs and no half-written temporary is left; the command exits with
-status 143. Failures no input check anticipated (the OS refusing a file, memory running out,
-nesting too deep for Python) still end in one line, never a traceback.
+SIGTERM while a file or bundle is being written becomes an exception (as Ctrl-C does; see
+:mod:`edgepart.fileio`), so the write's cleanup runs and no half-written temporary is left;
+the command exits with status 143. Failures no input check anticipated (the OS refusing a file,
+memory running out, nesting too deep for Python) still end in one line, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import pkgutil
-import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from types import FrameType
+from collections.abc import Sequence
 
 from edgepart.devices.search_path import using_search_path
 from edgepart.errors import EdgepartError
+from edgepart.fileio import Terminated
 
 __all__ = ["main"]
 
@@ -51,32 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived (raised in the main thread so ``finally`` blocks and cleanup run)."""
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with _sigterm_raises(), using_search_path(args.search_path):
+        with using_search_path(args.search_path):
             status = args.func(args)
     except EdgepartError as err:
         print(f"edgepart: error: {err}", file=sys.stderr)

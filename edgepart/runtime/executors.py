@@ -38,6 +38,8 @@ from edgepart.devices.delegate import DelegateSpec, load_delegate
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES, HOST_EXECUTORS
 from edgepart.devices.search_path import find
 from edgepart.errors import BundleError, RuntimeBackendError, UsageError
+from edgepart.tflite.litert_safety import check_model
+from edgepart.tflite.reader import read_model_bytes
 
 if TYPE_CHECKING:
     from edgepart.bundle.format import PartitionEntry
@@ -46,6 +48,7 @@ __all__ = [
     "AUTO_FALLBACK",
     "EXECUTORS",
     "ExecutorChoice",
+    "check_for_litert",
     "choose_executor",
     "delegate_file",
     "get_executor",
@@ -119,10 +122,17 @@ def get_executor(kind: str) -> OpenFn:
         ) from None
 
 
+def check_for_litert(blob: bytes, where: str) -> None:
+    """Refuse a partition file LiteRT would crash on, before any interpreter sees it
+    (:mod:`edgepart.tflite.litert_safety`)."""
+    check_model(read_model_bytes(blob, source=where), where)
+
+
 def _kernels(resolver: str) -> OpenFn:
     def open_(choice: ExecutorChoice, blob: bytes, threads: int) -> Any:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+        check_for_litert(blob, f"partition {choice.partition}")
         return Interpreter(
             model_content=blob,
             num_threads=threads,
@@ -141,6 +151,7 @@ def _delegate(choice: ExecutorChoice, blob: bytes, threads: int) -> Any:
     from ai_edge_litert.interpreter import Interpreter
 
     assert choice.library is not None
+    check_for_litert(blob, f"partition {choice.partition}")
     delegate = load_delegate_checked(choice.library, choice.options, choice.requested)
     return Interpreter(model_content=blob, num_threads=threads, experimental_delegates=[delegate])
 
