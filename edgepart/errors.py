@@ -31,6 +31,7 @@ __all__ = [
     "EdgepartError",
     "LatencyTableError",
     "ModelFormatError",
+    "OutputError",
     "PassError",
     "PlacementInfeasibleError",
     "PlanError",
@@ -108,6 +109,12 @@ class PlanError(EdgepartError):
 class ArenaOverflowError(EdgepartError):
     """A memory plan does not fit its arena or capacity (including TFLite Micro's 32-bit
     offsets), or an arena plan is inconsistent with its buffers (names the memory and buffer)."""
+
+
+class OutputError(EdgepartError):
+    """An output file or directory cannot be written (a full disk, permissions, a path that is
+    a FIFO's reader-less end or a directory), or replacing it would delete files edgepart did
+    not write. Whatever was at the output before is left in place."""
 
 
 class PassError(EdgepartError):

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from edgepart import jsondoc as _json
 from edgepart.android.bm_flags import EXTERNAL, DelegateChoice, bench_spec, tool_delegate
 from edgepart.android.driver import DeviceResult, run_on_devices
 from edgepart.android.jobs import Job, RunSettings
@@ -117,7 +118,7 @@ def bench_bundle(
     check_unique("--serial", list(serials))
     if threads is not None and threads < 1:
         raise UsageError(f"--threads {threads}: need at least 1")
-    manifest = (root / "manifest.json").read_bytes()
+    manifest = _json.dumps(loaded.manifest)
     store_settings = {
         "bundle": root.name,
         "manifest_sha256": hashlib.sha256(manifest).hexdigest(),

@@ -33,6 +33,7 @@ from edgepart.errors import (
     ModelFormatError,
     UsageError,
 )
+from edgepart.fileio import open_regular
 from edgepart.progress import ProgressCallback
 
 __all__ = ["BenchReport", "bench_model", "check_model_file", "check_unique", "open_store"]
@@ -96,10 +97,13 @@ class BenchReport:
 def check_model_file(path: str | os.PathLike[str]) -> Path:
     """``path`` as a Path, after checking it is a readable ``.tflite`` flatbuffer."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise UsageError(f"{p}: no such model file")
-    with open(p, "rb") as f:
-        head = f.read(8)
+    fd = open_regular(p, what=".tflite model", error=ModelFormatError)
+    try:
+        head = os.read(fd, 8)
+    finally:
+        os.close(fd)
     if len(head) < 8 or head[4:8] != b"TFL3":
         raise ModelFormatError(
             f"{p}: byte 4: file identifier is {head[4:8]!r}, not b'TFL3'; give a .tflite model"

@@ -24,8 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from edgepart import jsondoc as _json
 from edgepart.errors import UsageError
-from edgepart.fileio import atomic_write, atomic_write_text
+from edgepart.fileio import MiB, atomic_write, atomic_write_text, read_regular, sha256_regular
 
 __all__ = [
     "FINAL_STATUSES",
@@ -40,6 +41,7 @@ __all__ = [
 RESULTS_FORMAT = "edgepart-adb-runs"
 RESULTS_VERSION = 1
 RESULTS_FILE = "results.json"
+RESULTS_LIMIT = 256 * MiB
 FINAL_STATUSES = ("ok", "failed")
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -50,12 +52,8 @@ def slug(text: str) -> str:
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a local file, hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """SHA-256 of a local regular file, hex (a FIFO or device is refused, never read)."""
+    return sha256_regular(path)[0]
 
 
 def settings_digest(settings: Mapping[str, Any]) -> str:
@@ -122,10 +120,11 @@ class RunStore:
 
     def _load(self, results: Path) -> None:
         try:
-            doc = json.loads(results.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raw = read_regular(results, what="results file", limit=RESULTS_LIMIT)
+            doc = _json.parse(raw, str(results), error=UsageError)
+        except UsageError as err:
             raise UsageError(
-                f"{results}: unreadable ({err}); remove it or give another --resume directory"
+                f"unreadable ({err}); remove {results} or give another --resume directory"
             ) from None
         if not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT:
             raise UsageError(f"{results}: $.format is not {RESULTS_FORMAT!r}; not a results file")

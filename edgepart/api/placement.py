@@ -171,7 +171,7 @@ edge_cut_k, edge_cut_method, progress
     >>> out = tempfile.mkdtemp()
     >>> bundle = compiled.save(out + "/mnv2_pixel8")
     >>> sorted(f["path"] for f in bundle.manifest["files"])
-    ['arena.json', 'partitions/p0.tflite', 'plan.json', 'report.txt']
+    ['arena.json', 'partition_report.txt', 'partitions/p0.tflite', 'plan.json', 'report.txt']
     """
     opts = _options(
         method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method, progress

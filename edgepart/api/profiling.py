@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from edgepart.errors import UsageError
+from edgepart.bundle.parts import MODEL_LIMIT
+from edgepart.devices.host_executors import MAX_THREADS
+from edgepart.errors import ModelFormatError, UsageError
+from edgepart.fileio import read_regular
+from edgepart.isolate import run_isolated
 from edgepart.profiling.host import STATISTICS, ProfileConfig, ProfileResult, profile_model
 from edgepart.profiling.timing import TimingConfig
+from edgepart.tflite.litert_safety import check_model
 from edgepart.tflite.reader import read_model
 
 __all__ = ["EXECUTORS", "ProfileResult", "profile_host"]
@@ -64,12 +69,20 @@ def profile_host(
         The table (``table``), every unit measured, the invoke overhead, the whole model's
         timing and what the table predicts for it.
 
+    The model is checked for what crashes LiteRT (:mod:`edgepart.tflite.litert_safety`) and
+    then measured in a child process (:func:`edgepart.isolate.run_isolated`), so a crash
+    inside LiteRT is reported on one line instead of ending the caller.
+
     Raises
     ------
     UsageError
         A bad argument.
     ModelFormatError
         The model does not load.
+    UnsupportedOpError
+        The model would crash LiteRT.
+    RuntimeBackendError
+        LiteRT crashed while measuring (the signal and the unit being timed are named).
 
     Examples
     --------
@@ -81,16 +94,14 @@ def profile_host(
     """
     if executor not in EXECUTORS:
         raise UsageError(f"executor {executor!r} is not known; use one of {', '.join(EXECUTORS)}")
-    if threads < 1:
-        raise UsageError(f"threads {threads}: need at least 1")
+    if not 1 <= threads <= MAX_THREADS:
+        raise UsageError(f"threads {threads}: need 1 to {MAX_THREADS}")
     if budget <= 0:
         raise UsageError(f"budget {budget}: need a positive number of seconds")
     if statistic not in STATISTICS:
         raise UsageError(f"statistic {statistic!r}: use one of {', '.join(STATISTICS)}")
     path = os.fspath(model)
-    m = read_model(path)
-    with open(path, "rb") as f:  # the whole-model timing loads the file's own bytes
-        content = f.read()
+    check_model(read_model(path), path)
     cfg = ProfileConfig(
         executor=executor,
         threads=threads,
@@ -99,7 +110,19 @@ def profile_host(
         statistic=statistic,
         fusion=fusion,
     )
-    res = profile_model(m, cfg, model_bytes=content, name=path, progress=progress)
+    res: ProfileResult = run_isolated(
+        _profile_file, (path, cfg), what=f"profile {path}", progress=progress
+    )
     if output is not None:
         res.table.save(output)
     return res
+
+
+def _profile_file(
+    path: str, cfg: ProfileConfig, progress: Callable[[int, int, str], None] | None = None
+) -> ProfileResult:
+    """:func:`profile_model` of a file (what :func:`profile_host` runs in its child process)."""
+    m = read_model(path)
+    # the whole-model timing loads the file's own bytes
+    content = read_regular(path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError)
+    return profile_model(m, cfg, model_bytes=content, name=path, progress=progress)

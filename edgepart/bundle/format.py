@@ -96,19 +96,21 @@ class ModelTensor:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    """How a partition runs in LiteRT: a kernel set or an external delegate library."""
+    """How a partition runs in LiteRT: a kernel set or an external delegate.
+
+    A delegate is named, never located: its library comes from whoever runs the bundle
+    (``delegate_libraries``, ``--delegate-library``, or the delegate's file on the search
+    path), never from the bundle (``docs/security.md``).
+    """
 
     kind: str
     delegate: str | None = None
-    library: str | None = None
     options: Mapping[str, str] = field(default_factory=dict)
 
     def to_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"kind": self.kind}
         if self.delegate is not None:
             doc["delegate"] = self.delegate
-        if self.library is not None:
-            doc["library"] = self.library
         if self.options:
             doc["options"] = dict(self.options)
         return doc
@@ -244,6 +246,7 @@ def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
         One line naming ``where`` and the JSON path or the partition that is wrong.
     """
     check_format(doc, PLAN_FORMAT, where)
+    _refuse_libraries(doc, where)
     _json.validate(doc, "bundle_plan.schema.json", where)
     if "partitioner" in doc:
         _json.validate(doc, "plan.schema.json", where)
@@ -263,6 +266,23 @@ def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
     )
     check_plan(plan, where)
     return plan
+
+
+def _refuse_libraries(doc: Mapping[str, Any], where: str) -> None:
+    """A plan naming a library to load is refused before anything else looks at it."""
+    parts = doc.get("partitions")
+    for i, p in enumerate(parts if isinstance(parts, list) else []):
+        ex = p.get("executor") if isinstance(p, Mapping) else None
+        lib = ex.get("library") if isinstance(ex, Mapping) else None
+        if lib is not None:
+            assert isinstance(p, Mapping) and isinstance(ex, Mapping)
+            name = ex.get("delegate") or p.get("delegate")
+            raise BundleError(
+                f"{where}: $.partitions[{i}].executor.library names a library to load "
+                f"({str(lib)[:80]!r}); a bundle is data and cannot choose code: remove the key, "
+                f"and give the library when running (--delegate-library {name}=PATH, "
+                "delegate_libraries=, or the delegate's file on the search path)"
+            )
 
 
 def arena_from_doc(doc: Any, plan: Plan, where: str = "arena.json") -> Arena:
@@ -330,9 +350,7 @@ def _partition(d: Mapping[str, Any]) -> PartitionEntry:
     executor = (
         None
         if ex is None
-        else ExecutorSpec(
-            ex["kind"], ex.get("delegate"), ex.get("library"), dict(ex.get("options", {}))
-        )
+        else ExecutorSpec(ex["kind"], ex.get("delegate"), dict(ex.get("options", {})))
     )
     return PartitionEntry(
         id=d["id"],

@@ -1,4 +1,9 @@
-"""Loading a bundle directory: refuse anything corrupted, incomplete or of an unknown version."""
+"""Loading a bundle directory: refuse anything corrupted, incomplete or of an unknown version.
+
+A bundle is data from anywhere: files are opened relative to the bundle directory without
+following symbolic links (a link inside a bundle could point anywhere), must be regular files
+(never a FIFO or device), and are read only up to the size the manifest records.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +22,12 @@ from edgepart.bundle.format import (
     plan_from_doc,
 )
 from edgepart.errors import BundleError
+from edgepart.fileio import MiB, open_regular, read_regular
 
-__all__ = ["load_bundle"]
+__all__ = ["MANIFEST_LIMIT", "load_bundle"]
+
+MANIFEST_LIMIT = 16 * MiB
+"""Largest ``manifest.json`` read (a manifest lists a few files: a few KiB)."""
 
 
 def load_bundle(path: str | os.PathLike[str]) -> Bundle:
@@ -63,12 +72,17 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         hint = " (a model, not a bundle: partition it first)" if root.suffix == ".tflite" else ""
         raise BundleError(f"{root}: not a bundle directory{hint}")
     where = f"{root}/manifest.json"
-    try:
-        raw = (root / "manifest.json").read_bytes()
-    except FileNotFoundError:
+    if not os.path.lexists(root / "manifest.json"):
         raise BundleError(
             f"{where}: missing; {root} is not an edgepart bundle (or was not completely written)"
-        ) from None
+        )
+    raw = read_regular(
+        root / "manifest.json",
+        what="bundle manifest",
+        limit=MANIFEST_LIMIT,
+        error=BundleError,
+        follow_symlinks=False,
+    )
     manifest = _json.parse(raw, where)
     check_format(manifest, BUNDLE_FORMAT, where)
     _json.validate(manifest, "bundle_manifest.schema.json", where)
@@ -109,30 +123,81 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
 
 def _read_listed_files(root: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
-    for entry in manifest["files"]:
-        rel = entry["path"]
-        if rel in out:
-            raise BundleError(f"{root}/manifest.json: lists {rel} twice")
-        try:
-            data = (root / rel).read_bytes()
-        except FileNotFoundError:
-            raise BundleError(
-                f"{root}/{rel}: missing (listed in manifest.json); the bundle is incomplete, "
-                "re-create it"
-            ) from None
-        except IsADirectoryError:
-            raise BundleError(f"{root}/{rel}: is a directory, expected a file") from None
-        if len(data) != entry["bytes"]:
-            what = "truncated" if len(data) < entry["bytes"] else "larger than recorded"
-            raise BundleError(
-                f"{root}/{rel}: {what}: {len(data)} bytes, manifest.json records "
-                f"{entry['bytes']}; re-create the bundle"
-            )
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != entry["sha256"]:
-            raise BundleError(
-                f"{root}/{rel}: checksum mismatch: sha256 {digest[:16]}..., manifest.json "
-                f"records {entry['sha256'][:16]}...; the file is corrupted, re-create the bundle"
-            )
-        out[rel] = data
+    try:
+        root_fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as err:
+        raise BundleError(f"{root}: cannot open the bundle directory ({err.strerror})") from None
+    dirs: dict[str, int] = {"": root_fd}
+    try:
+        for entry in manifest["files"]:
+            rel = entry["path"]
+            if rel in out:
+                raise BundleError(f"{root}/manifest.json: lists {rel} twice")
+            out[rel] = _read_listed(root, dirs, rel, entry)
+    finally:
+        for fd in dirs.values():
+            os.close(fd)
     return out
+
+
+def _read_listed(root: Path, dirs: dict[str, int], rel: str, entry: Mapping[str, Any]) -> bytes:
+    """One listed file, opened below the bundle directory without following any link."""
+    head, _, name = rel.rpartition("/")
+    parent = dirs.get(head)
+    if parent is None:  # the schema allows one level: partitions/
+        try:
+            parent = os.open(
+                head,
+                os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0),
+                dir_fd=dirs[""],
+            )
+        except FileNotFoundError:
+            raise _missing(root, rel) from None
+        except OSError as err:
+            raise BundleError(
+                f"{root}/{head}: not a directory inside the bundle ({err.strerror}); a bundle "
+                "holds no symbolic links"
+            ) from None
+        dirs[head] = parent
+    if not os.path.lexists(root / rel):
+        raise _missing(root, rel)
+    fd = open_regular(
+        name,
+        what="bundle file",
+        error=BundleError,
+        follow_symlinks=False,
+        dir_fd=parent,
+    )
+    try:
+        size = os.fstat(fd).st_size
+        want = int(entry["bytes"])
+        if size != want:
+            what = "truncated" if size < want else "larger than recorded"
+            raise BundleError(
+                f"{root}/{rel}: {what}: {size} bytes, manifest.json records "
+                f"{want}; re-create the bundle"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(want + 1)
+    except OSError as err:
+        raise BundleError(f"{root}/{rel}: cannot read ({err.strerror})") from None
+    finally:
+        os.close(fd)
+    if len(data) != want:
+        raise BundleError(
+            f"{root}/{rel}: changed while it was read ({len(data)} bytes, manifest.json "
+            f"records {want}); re-create the bundle"
+        )
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != entry["sha256"]:
+        raise BundleError(
+            f"{root}/{rel}: checksum mismatch: sha256 {digest[:16]}..., manifest.json "
+            f"records {entry['sha256'][:16]}...; the file is corrupted, re-create the bundle"
+        )
+    return data
+
+
+def _missing(root: Path, rel: str) -> BundleError:
+    return BundleError(
+        f"{root}/{rel}: missing (listed in manifest.json); the bundle is incomplete, re-create it"
+    )

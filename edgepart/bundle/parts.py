@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgepart.bundle.format import ModelTensor, PartitionEntry, TensorRef
 from edgepart.errors import ModelFormatError, PassError, PlanError, UnsupportedOpError, UsageError
+from edgepart.fileio import read_regular, sha256_regular
 from edgepart.ir.analysis import constant_producers, convexity_violation, producers
 from edgepart.ir.dtypes import DType
 from edgepart.ir.extract import extract
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     from edgepart.ir.graph import Model, Subgraph
 
 __all__ = ["PartSource", "dependency_order", "dtype_name", "extract_partition", "model_tensors"]
+
+MODEL_LIMIT = 1 << 32
+"""Largest model file read whole (a flatbuffer addresses at most 2 GiB; larger models keep
+their weights outside it)."""
 
 
 @dataclass(frozen=True)
@@ -41,10 +46,9 @@ class PartSource:
         if isinstance(model, (str, os.PathLike)):
             source_path = model
             path = Path(model)
-            try:
-                data = path.read_bytes()
-            except OSError as err:
-                raise UsageError(f"{path}: cannot read the model ({err.strerror})") from None
+            data = read_regular(
+                path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError
+            )
             loaded = read_model_bytes(data, source=str(path))
             return PartSource(
                 loaded, path.name, hashlib.sha256(data).hexdigest(), len(data), str(path.resolve())
@@ -53,10 +57,9 @@ class PartSource:
             source_path = model.source
         if source_path is not None:
             path = Path(source_path)
-            data = path.read_bytes()
-            return PartSource(
-                model, path.name, hashlib.sha256(data).hexdigest(), len(data), str(path.resolve())
-            )
+            digest, size = sha256_regular(path, what=".tflite model", error=ModelFormatError)
+            return PartSource(model, path.name, digest, size, str(path.resolve()))
+
         data = write_model(model)
         name = Path(model.source).name if model.source else "model.tflite"
         return PartSource(model, name, hashlib.sha256(data).hexdigest(), len(data), None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,19 +40,30 @@ from edgepart.bundle.format import (
     PartitionEntry,
     Plan,
     arena_from_doc,
+    check_format,
     plan_from_doc,
 )
+from edgepart.bundle.load import MANIFEST_LIMIT
 from edgepart.bundle.parts import PartSource, dependency_order, extract_partition, model_tensors
 from edgepart.bundle.report_txt import format_report
+from edgepart.devices.host_executors import MAX_THREADS
 from edgepart.devices.profile import DeviceProfile, load_profile
-from edgepart.errors import PlanError, UsageError
+from edgepart.errors import EdgepartError, OutputError, PlanError, UsageError
 from edgepart.fileio import atomic_dir
 from edgepart.version import __version__
 
 if TYPE_CHECKING:
     from edgepart.ir.graph import Model
 
-__all__ = ["RESERVED_PLAN_KEYS", "PartitionSpec", "build_bundle", "save_bundle", "write_bundle"]
+__all__ = [
+    "EXTRA_FILES",
+    "RESERVED_PLAN_KEYS",
+    "PartitionSpec",
+    "build_bundle",
+    "check_replaceable",
+    "save_bundle",
+    "write_bundle",
+]
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -71,7 +83,8 @@ class PartitionSpec:
         profile processor's delegate, else ``xnnpack``.
     executor
         Optional explicit executor: ``"xnnpack"``, ``"builtin"``, ``"reference"`` or an
-        :class:`ExecutorSpec` (``kind="delegate"`` with a library path and options).
+        :class:`ExecutorSpec` (``kind="delegate"`` with a delegate name and options; the
+        library is given when the bundle runs, never stored in it).
     id
         Partition id (file ``partitions/<id>.tflite``); default ``p<k>`` in dependency order.
     threads
@@ -179,15 +192,7 @@ def build_bundle(
             "path": src.path,
         },
         "device_profile": plan.device_profile,
-        "files": [
-            {
-                "path": path,
-                "role": role,
-                "bytes": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-            for path, (role, data) in sorted(files.items())
-        ],
+        "files": [_file_entry(path, role, data) for path, (role, data) in sorted(files.items())],
     }
     _json.validate(manifest, "bundle_manifest.schema.json", "manifest.json (being written)")
     return Bundle(
@@ -280,48 +285,167 @@ def save_bundle(
     Parameters
     ----------
     bundle
-        The bundle; its manifest lists every file written except ``extra_files``.
+        The bundle.
     out_dir
-        Built in a temporary sibling and renamed into place only when complete; an existing
-        bundle there is replaced, any other existing non-empty directory is refused.
+        Built in a temporary sibling and swapped into place only when complete (atomically on
+        Linux; :func:`edgepart.fileio.atomic_dir`). An existing ``out_dir`` is replaced only if
+        it is empty or holds nothing but a bundle edgepart wrote, unchanged since (every file
+        listed in its manifest with the recorded size and SHA-256).
     extra_files
-        Files written beside the bundle's own but not listed in its manifest (names relative to
-        ``out_dir``; e.g. the partitioner's ``partition_report.txt``).
+        More files for the bundle, listed in its manifest with role ``report`` (only
+        ``partition_report.txt``, the partitioner's report).
 
     Raises
     ------
     UsageError
-        ``out_dir`` exists and is not a bundle, or an extra file would replace a bundle file.
+        An extra file with another name, or one that would replace a bundle file.
+    OutputError
+        ``out_dir`` holds a file edgepart did not write (named), is not a directory, or cannot
+        be written (a full disk); whatever was there is left in place.
     """
     extra = dict(extra_files or {})
     listed = {e["path"] for e in bundle.manifest["files"]} | {"manifest.json"}
     clash = sorted(listed & set(extra))
     if clash:
         raise UsageError(f"extra file {clash[0]!r} would replace a file of the bundle")
-    out = Path(out_dir)
-    if out.exists() and (
-        not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file())
-    ):
+    odd = sorted(set(extra) - set(EXTRA_FILES))
+    if odd:
         raise UsageError(
-            f"{out} exists and is not an edgepart bundle; refusing to replace it (choose a new "
-            "output directory)"
+            f"extra file {odd[0]!r} is not a bundle file; allowed: {', '.join(EXTRA_FILES)}"
         )
-    with atomic_dir(out) as tmp:
+    manifest = dict(bundle.manifest)
+    if extra:
+        manifest["files"] = sorted(
+            [
+                *bundle.manifest["files"],
+                *(_file_entry(name, "report", data) for name, data in extra.items()),
+            ],
+            key=lambda e: e["path"],
+        )
+        _json.validate(manifest, "bundle_manifest.schema.json", "manifest.json (being written)")
+    out = Path(out_dir)
+    with atomic_dir(out, check=check_replaceable) as tmp:
         (tmp / "partitions").mkdir()
-        for entry in bundle.manifest["files"]:
-            data = _file_bytes(bundle, entry["path"])
-            (tmp / entry["path"]).write_bytes(data)
-        (tmp / "manifest.json").write_bytes(_json.dumps(bundle.manifest))
-        for name, data in sorted(extra.items()):
+        for entry in manifest["files"]:
+            name = entry["path"]
+            data = extra[name] if name in extra else _file_bytes(bundle, name)
             (tmp / name).write_bytes(data)
+        (tmp / "manifest.json").write_bytes(_json.dumps(manifest))
     return Bundle(
         path=out,
-        manifest=bundle.manifest,
+        manifest=manifest,
         plan=bundle.plan,
         partition_bytes=bundle.partition_bytes,
         arena=bundle.arena,
         report=bundle.report,
     )
+
+
+EXTRA_FILES = ("partition_report.txt",)
+"""Files a bundle may hold beside its own (listed in the manifest with role ``report``)."""
+
+_MAX_ENTRIES = 100_000
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse to replace ``out`` unless it is empty or holds nothing but an edgepart bundle.
+
+    Every file must be ``manifest.json`` (an edgepart bundle manifest) or listed in it with
+    the recorded size and SHA-256; the only directory allowed is ``partitions/``; no symbolic
+    links. Files a user added, or edited since, are never deleted.
+
+    Raises
+    ------
+    OutputError
+        Naming one file edgepart did not write (or that changed since it wrote it).
+    """
+    found = _entries(out)
+    if not found:
+        return
+    refuse = (
+        f"; refusing to replace {out} (move it out of the directory, or choose another "
+        "output directory)"
+    )
+    if "manifest.json" not in found:
+        raise OutputError(f"{out}/{found[0]} was not written by edgepart{refuse}")
+    try:
+        manifest = _json.load_file(
+            out / "manifest.json",
+            what="bundle manifest",
+            limit=MANIFEST_LIMIT,
+            error=OutputError,
+            follow_symlinks=False,
+        )
+        check_format(manifest, BUNDLE_FORMAT, f"{out}/manifest.json")
+        _json.validate(manifest, "bundle_manifest.schema.json", f"{out}/manifest.json")
+    except EdgepartError as err:
+        raise OutputError(
+            f"{out}/manifest.json is not a manifest edgepart wrote ({err}){refuse}"
+        ) from None
+    if manifest["creator"]["tool"] != "edgepart":
+        raise OutputError(
+            f"{out}/manifest.json was written by {manifest['creator']['tool']!r}{refuse}"
+        )
+    files = {e["path"]: e for e in manifest["files"]}
+    dirs = {p.rpartition("/")[0] for p in files if "/" in p}
+    for rel in found:
+        if rel == "manifest.json" or rel in dirs:
+            continue
+        entry = files.get(rel)
+        if entry is None:
+            raise OutputError(f"{out}/{rel} was not written by edgepart{refuse}")
+        if not _unchanged(out / rel, entry):
+            raise OutputError(
+                f"{out}/{rel} changed after edgepart wrote it (size or SHA-256 differs from "
+                f"manifest.json){refuse}"
+            )
+
+
+def _entries(root: Path) -> list[str]:
+    """Relative paths of everything below ``root`` (directories too), sorted; links not
+    followed. Symbolic links and special files are returned as entries to refuse."""
+    out: list[str] = []
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            it = list(os.scandir(root / rel if rel else root))
+        except OSError as err:
+            raise OutputError(f"{root / rel}: cannot list ({err.strerror})") from None
+        for e in it:
+            name = f"{rel}/{e.name}" if rel else e.name
+            out.append(name)
+            if e.is_dir(follow_symlinks=False):
+                stack.append(name)
+            if len(out) > _MAX_ENTRIES:
+                raise OutputError(f"{root}: holds more than {_MAX_ENTRIES} files; not a bundle")
+    return sorted(out)
+
+
+def _unchanged(path: Path, entry: Mapping[str, Any]) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != entry["bytes"]:
+        return False
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return False
+    return bool(h.hexdigest() == entry["sha256"])
+
+
+def _file_entry(path: str, role: str, data: bytes) -> dict[str, Any]:
+    return {
+        "path": path,
+        "role": role,
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
 
 
 def _file_bytes(bundle: Bundle, path: str) -> bytes:
@@ -363,10 +487,10 @@ def _normalize(p: PartitionSpec | Sequence[int], prof: DeviceProfile | None) -> 
         if ex not in EXECUTOR_KINDS or ex == "delegate":
             raise PlanError(
                 f"executor {ex!r} is not known; use one of xnnpack, builtin, reference, or an "
-                "ExecutorSpec(kind='delegate', delegate=..., library=...)"
+                "ExecutorSpec(kind='delegate', delegate=...)"
             )
         ex = ExecutorSpec(ex)
-    if spec.unit < 0 or (spec.threads is not None and spec.threads < 1):
+    if spec.unit < 0 or (spec.threads is not None and not 1 <= spec.threads <= MAX_THREADS):
         raise PlanError(f"partition {spec.id or list(spec.ops)[:3]}: unit/threads out of range")
     return PartitionSpec(
         ops=sorted(int(o) for o in spec.ops),

@@ -182,7 +182,10 @@ def _resource_variables(
         ins, outs = sg.op_inputs.row_tuple(op), sg.op_outputs.row_tuple(op)
         view = OpView(sg, op)
         ok, why = False, ""
-        if kind == "VAR_HANDLE":
+        need = {"VAR_HANDLE": (0, 1), "READ_VARIABLE": (1, 1), "ASSIGN_VARIABLE": (2, 0)}[kind]
+        if len(ins) < need[0] or len(outs) < need[1] or min((*ins, *outs), default=0) < 0:
+            why = f"has {len(ins)} inputs and {len(outs)} outputs; the op is malformed"
+        elif kind == "VAR_HANDLE":
             handle_of.setdefault(outs[0], op)
             why = "VAR_HANDLE is delegated only with a delegated read or assignment"
         else:
@@ -257,8 +260,8 @@ def prefix_cut_nodes(
             started = True
             continue
         if not started and sg.op_name(op) == "QUANTIZE":
-            x = sg.op_inputs.row_tuple(op)[0]
-            if int(sg.tensor_dtype[x]) == int(DType.FLOAT32):
+            ins = sg.op_inputs.row_tuple(op)
+            if ins and ins[0] >= 0 and int(sg.tensor_dtype[ins[0]]) == int(DType.FLOAT32):
                 continue
         break
     return mask

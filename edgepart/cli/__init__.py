@@ -4,6 +4,11 @@ Each subcommand lives in its own module ``edgepart/cli/<name>.py`` that defines
 ``register(subparsers)``; modules are discovered by file name, so adding a command never edits a
 shared list. Handlers parse arguments, call the API, and format results. Any
 :class:`~edgepart.errors.EdgepartError` becomes one line on stderr and exit status 2.
+
+SIGTERM while a file or bundle is being written becomes an exception (as Ctrl-C does; see
+:mod:`edgepart.fileio`), so the write's cleanup runs and no half-written temporary is left;
+the command exits with status 143. Failures no input check anticipated (the OS refusing a file,
+memory running out, nesting too deep for Python) still end in one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Sequence
 
 from edgepart.devices.search_path import using_search_path
 from edgepart.errors import EdgepartError
+from edgepart.fileio import Terminated
 
 __all__ = ["main"]
 
@@ -55,6 +61,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("edgepart: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("edgepart: terminated", file=sys.stderr)
+        return 143
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        print(
+            "edgepart: error: out of memory; the input is larger than this machine can handle",
+            file=sys.stderr,
+        )
+        return 2
+    except RecursionError:
+        print("edgepart: error: the input is nested too deeply to process", file=sys.stderr)
+        return 2
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"edgepart: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     return int(status or 0)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from edgepart import jsondoc as _json
 
 __all__ = ["emit", "finish", "print_bench", "print_bundle", "print_profile"]
 
@@ -13,7 +14,7 @@ _HEAD = ["init ms", "first ms", "warm-up ms", "median ms", "p5-p95 ms", "std ms"
 def emit(report: Any, as_json: bool, printer: Any) -> None:
     """Print ``report`` as JSON or with ``printer``, then where its results are kept."""
     if as_json:
-        print(json.dumps(report.to_json(), indent=1, sort_keys=True))
+        print(_json.text(report.to_json(), default=str))
     else:
         printer(report)
         print(f"results: {report.results_dir}")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 import edgepart
+from edgepart import jsondoc as _json
 from edgepart.fileio import atomic_write_text
 
 __all__ = ["register"]
@@ -89,7 +89,7 @@ def handler(args: argparse.Namespace) -> int:
         print(f"edgepart: warning: {w}", file=sys.stderr)
     print(format_result(res.to_dict()), end="")
     if args.json:
-        atomic_write_text(args.json, json.dumps(res.to_dict(), sort_keys=True, indent=1) + "\n")
+        atomic_write_text(args.json, _json.text(res.to_dict(), default=str) + "\n")
     return 1 if res.passed is False else 0
 
 

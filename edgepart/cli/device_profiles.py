@@ -8,6 +8,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 import edgepart
+from edgepart import jsondoc as _json
 
 __all__ = ["register"]
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         show = action == "show"
         obj = edgepart.load_device(args.profile) if show else edgepart.load_delegate(args.delegate)
         if args.json:
-            print(json.dumps(_jsonable(obj), indent=2, sort_keys=True))
+            print(_json.text(_jsonable(obj), indent=2, default=str))
         else:
             print(_format_profile(obj) if show else _format_delegate(obj))
         return 0

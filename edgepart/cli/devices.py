@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 import edgepart
+from edgepart import jsondoc as _json
 
 __all__ = ["register"]
 
@@ -41,7 +41,7 @@ def handler(args: argparse.Namespace) -> int:
     )
     devices = found.devices
     if args.json:
-        print(json.dumps(found.to_dict(), indent=2, sort_keys=True))
+        print(_json.text(found.to_dict(), indent=2, default=str))
         return 0
     if not devices:
         what = f"device {args.serial} is" if args.serial else "no Android device is"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import edgepart
+from edgepart import jsondoc as _json
 
 __all__ = ["register"]
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         args.model, ops=args.ops, device=args.profile or None, delegates=args.delegate
     )
     if args.json:
-        print(json.dumps(info.to_dict(), indent=2, sort_keys=True, default=str))
+        print(_json.text(info.to_dict(), indent=2, default=str))
     else:
         print(info.report())
     return 0

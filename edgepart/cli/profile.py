@@ -8,10 +8,10 @@ on Android phones (:func:`edgepart.profile_phone`, ``benchmark_model``; options 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import edgepart
+from edgepart import jsondoc as _json
 from edgepart.cli._args import adb_options, add_adb_arguments
 from edgepart.cli._phone_text import finish, print_profile
 from edgepart.errors import UsageError
@@ -111,7 +111,7 @@ def _adb(args: argparse.Namespace) -> int:
             **adb_options(args),
         )
     if args.json:
-        print(json.dumps(report.to_json(), indent=1, sort_keys=True))
+        print(_json.text(report.to_json(), default=str))
     else:
         print_profile(report, table)
     return finish(report)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
 import edgepart
+from edgepart import jsondoc as _json
 from edgepart.cli._args import key_values
 
 __all__ = ["register"]
@@ -58,7 +58,7 @@ def handler(args: argparse.Namespace) -> int:
         title = f"{os.path.basename(args.model)} on {r.device} (1 invocation per processor)"
         r.plot(args.output, title)
     if args.json:
-        print(json.dumps(r.to_dict(), indent=1, sort_keys=True))
+        print(_json.text(r.to_dict(), default=str))
         return 0
     print(r.format_text(args.top))
     if args.output:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from typing import Any
 
 import edgepart
+from edgepart import jsondoc as _json
 from edgepart.cli._args import key_values
 from edgepart.errors import UsageError
 from edgepart.fileio import atomic_write_text
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if result.benchmark is not None:
         _print_bench(result.benchmark)
     if args.json:
-        atomic_write_text(args.json, json.dumps(result.to_dict(), sort_keys=True, indent=1) + "\n")
+        atomic_write_text(args.json, _json.text(result.to_dict(), default=str) + "\n")
     return status
 
 

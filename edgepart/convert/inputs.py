@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from edgepart.errors import UsageError
+from edgepart.fileio import read_npy
 
 __all__ = [
     "InputSpec",
@@ -204,12 +205,9 @@ def _safe(name: str) -> str:
 
 
 def _load(path: Path) -> np.ndarray:
-    try:
-        a = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise UsageError(f"{path}: cannot read as .npy ({err})") from None
-    if not isinstance(a, np.ndarray):
-        raise UsageError(f"{path}: expected one array (.npy), not an archive")
+    a: np.ndarray = read_npy(path, what=".npy calibration array")
+    if a.size == 0:
+        raise UsageError(f"{path}: holds an empty array (shape {list(a.shape)}); give samples")
     return a
 
 

@@ -33,6 +33,7 @@ from edgepart.cost.stats import STAT_GETTERS as _STAT_GETTERS
 from edgepart.cost.stats import Stats, stats_from_samples
 from edgepart.errors import LatencyTableError
 from edgepart.fileio import atomic_write_text
+from edgepart.jsondoc import load_file
 
 __all__ = [
     "FORMAT",
@@ -301,16 +302,17 @@ def load_table(path: str | os.PathLike[str]) -> LatencyTable:
         Naming the file and the JSON path of the first invalid field.
     """
     p = os.fspath(path)
-    try:
-        with open(p, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise LatencyTableError(f"{p}: no such latency table file") from None
-    except json.JSONDecodeError as err:
-        raise LatencyTableError(
-            f"{p}: not JSON (line {err.lineno}, column {err.colno}: {err.msg})"
-        ) from None
+    if not os.path.lexists(p):
+        raise LatencyTableError(f"{p}: no such latency table file")
+    # NaN and Infinity parse: the table's validator names the JSON path of each
+    doc = load_file(
+        p, what="latency table", limit=TABLE_LIMIT, error=LatencyTableError, constants=True
+    )
     return table_from_dict(doc, p)
+
+
+TABLE_LIMIT = 1 << 30
+"""Largest latency-table file read (1 GiB)."""
 
 
 def table_from_dict(doc: Any, where: str = "<table>") -> LatencyTable:

@@ -68,6 +68,28 @@ class Support:
 OK = Support(True)
 
 
+class MissingOperand(IndexError):
+    """A predicate read an input or output the op does not have (see :class:`Operands`)."""
+
+
+class Operands(tuple[int, ...]):
+    """An op's input or output tensor indices; reading one the op lacks raises
+    :class:`MissingOperand`, which a predicate call turns into a refusal (TFLite's delegates
+    check the operand count first and refuse the op; its kernels would fail to prepare it)."""
+
+    side: str = "input"
+
+    def __getitem__(self, k: Any) -> Any:
+        try:
+            return super().__getitem__(k)
+        except IndexError:
+            raise MissingOperand(f"{self.side} {k} is missing ({len(self)} {self.side}s)") from None
+
+
+class _Outputs(Operands):
+    side = "output"
+
+
 class OpView:
     """What a predicate sees: one op of a subgraph, its tensors, and the claiming context.
 
@@ -90,10 +112,10 @@ class OpView:
         self.sg = sg
         self.index = index
         self.name = sg.op_name(index)
-        self.inputs: tuple[int, ...] = (
-            tuple(inputs) if inputs is not None else sg.op_inputs.row_tuple(index)
+        self.inputs: tuple[int, ...] = Operands(
+            inputs if inputs is not None else sg.op_inputs.row_tuple(index)
         )
-        self.outputs: tuple[int, ...] = sg.op_outputs.row_tuple(index)
+        self.outputs: tuple[int, ...] = _Outputs(sg.op_outputs.row_tuple(index))
         self.static = static
         self.context: Mapping[str, Any] = context or {}
         self._cache: dict[int, Tensor] = {}
@@ -178,9 +200,12 @@ class BoundPredicate:
     label: str = field(default="")
 
     def __call__(self, op: OpView) -> Support:
-        if self.has_arg:
-            return self.fn(op, self.arg)
-        return self.fn(op)
+        try:
+            if self.has_arg:
+                return self.fn(op, self.arg)
+            return self.fn(op)
+        except MissingOperand as err:
+            return Support(False, f"{op.name}: {err}; the op is malformed")
 
 
 COMMON = "common"

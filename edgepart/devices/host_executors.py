@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_EXECUTOR", "EXECUTOR_NAMES", "HOST_EXECUTORS", "HostExecutor"]
+__all__ = ["DEFAULT_EXECUTOR", "EXECUTOR_NAMES", "HOST_EXECUTORS", "MAX_THREADS", "HostExecutor"]
+
+MAX_THREADS = 256
+"""Most CPU threads one interpreter may be given: LiteRT's builtin kernels reserve memory per
+thread (a plan asking for a million took 16 GB), and no edge CPU has more cores."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,10 @@ PROVENANCES = ("vendor_spec", "third_party", "measured", "estimated")
 KINDS = ("cpu", "gpu", "dsp", "npu")
 DTYPES = ("fp32", "fp16", "int8")
 
+MAX_UNITS = 1024
+"""Most units (and threads) a processor may have: every unit is a schedule lane, so the
+placement's arrays grow with the count."""
+
 
 @dataclass(frozen=True, slots=True)
 class Quantity:
@@ -264,6 +268,11 @@ def _processor(
     for q, key in ((units, "units"), (threads, "threads")):
         if q.value != int(q.value):
             raise (loc / key / "value").error(f"{q.value} is not allowed; allowed: a whole number")
+        if q.value > MAX_UNITS:
+            raise (loc / key / "value").error(
+                f"{q.value:g} is out of range; allowed: <= {MAX_UNITS} (one unit per core or "
+                "accelerator instance)"
+            )
     return Processor(
         name=name,
         kind=(loc / "kind").choice(b["kind"], KINDS),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,30 +19,116 @@ import yaml
 
 from edgepart.devices import search_path
 from edgepart.errors import ProfileError
+from edgepart.fileio import read_regular
 
 __all__ = ["Loc", "check_header", "load_yaml", "resolve_yaml", "yaml_names"]
 
 
-def load_yaml(path: str | os.PathLike[str]) -> Any:
-    """Parse a YAML file; syntax errors become a one-line ProfileError with line and column."""
-    p = os.fspath(path)
+YAML_LIMIT = 4 << 20
+"""Largest YAML file read (the shipped delegate and device files are 2-20 KB)."""
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and sequences (the files need about 8)."""
+MAX_VALUES = 200_000
+"""Most values a document may hold once its aliases are expanded: aliases share a node
+(``xnnpack.yaml`` uses them for op rules), but a billion-laughs file expands a few KB into
+billions of values that every later walk would visit."""
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Well-formed YAML that edgepart refuses (too deep, a bomb, a duplicate key)."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with bounded work: nesting depth, the expanded size of aliased
+    nodes (counted, never expanded), and no key twice in a mapping."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._weight: dict[int, int] = {}
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise _Refused(problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if node is None or isinstance(node, yaml.ScalarNode):
+            return node
+        weight = self._weight.get(id(node))
+        if weight is None:
+            items = node.value
+            weight = 1
+            for item in items:
+                for child in item if isinstance(item, tuple) else (item,):
+                    weight += self._weight.get(id(child), 1)
+            if weight > MAX_VALUES:
+                raise _Refused(
+                    problem=(
+                        f"aliases expand to more than {MAX_VALUES:,} values (a YAML bomb?); "
+                        "write the values out"
+                    ),
+                    problem_mark=node.start_mark,
+                )
+            self._weight[id(node)] = weight
+        return node
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    dup = key in seen
+                except TypeError:  # unhashable; the base class reports it
+                    continue
+                if dup:
+                    raise _Refused(
+                        problem=f"key {str(key)[:60]!r} appears twice in this mapping (which "
+                        "one counts?); keep one",
+                        problem_mark=key_node.start_mark,
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _strict_load(text: str) -> Any:
+    loader = _StrictLoader(text)
     try:
-        with open(p, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise ProfileError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise ProfileError(f"{p}: is a directory, expected a YAML file") from None
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def load_yaml(path: str | os.PathLike[str]) -> Any:
+    """Parse a YAML file strictly; every problem becomes a one-line ProfileError.
+
+    The file must be a regular file of at most :data:`YAML_LIMIT` bytes; nesting beyond
+    :data:`MAX_DEPTH`, aliases expanding beyond :data:`MAX_VALUES` values and a key given twice
+    in one mapping are refused with their line and column.
+    """
+    p = os.fspath(path)
+    data = read_regular(p, what="YAML file", limit=YAML_LIMIT, error=ProfileError)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ProfileError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     try:
-        return yaml.safe_load(text)
+        return _strict_load(text)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise ProfileError(f"{p}: YAML syntax error at {where}: {err.problem}") from None
+        kind = "YAML error" if isinstance(err, _Refused) else "YAML syntax error"
+        raise ProfileError(f"{p}: {kind} at {where}: {err.problem}") from None
     except yaml.YAMLError as err:
         raise ProfileError(f"{p}: YAML error: {str(err).splitlines()[0]}") from None
+    except RecursionError:
+        raise ProfileError(f"{p}: nested too deeply to read") from None
 
 
 def yaml_names(directory: Path) -> list[str]:
@@ -90,8 +177,15 @@ def _unknown(name: str, kind: str, what: str) -> str:
     )
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 60
+_SHORT.maxother = 60
+_SHORT.maxlevel = 3
+
+
 def _show(v: Any) -> str:
-    s = repr(v)
+    """A short repr: never builds the whole repr of a large value."""
+    s = _SHORT.repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
 
 

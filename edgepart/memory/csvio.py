@@ -15,11 +15,14 @@ import os
 from pathlib import Path
 
 from edgepart.errors import BufferTableError, UsageError
-from edgepart.fileio import atomic_write_text
+from edgepart.fileio import atomic_write_text, read_regular
 from edgepart.memory.arena import ArenaPlan
 from edgepart.memory.problem import DEFAULT_ALIGNMENT, DEFAULT_MEMORY, MemoryProblem
 
 __all__ = ["read_buffers_csv", "write_offsets_csv", "write_plan_json"]
+
+CSV_LIMIT = 1 << 30
+"""Largest buffer table read (1 GiB)."""
 
 _POSITIONAL = ("id", "lower", "upper", "size", "alignment")
 _KNOWN = frozenset((*_POSITIONAL, "offset", "memory"))
@@ -39,12 +42,9 @@ def read_buffers_csv(
         Naming ``file:line``, if a row or the header is invalid.
     """
     path = Path(path)
+    data = read_regular(path, what="buffer table (CSV)", limit=CSV_LIMIT)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read buffer table ({err})") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise BufferTableError(
             f"{path}: not UTF-8 text ({err.reason} at byte {err.start})"
@@ -154,10 +154,15 @@ def _is_int(text: str) -> bool:
 
 def _int(path: Path, line: int, rec: dict[str, str], key: str) -> int:
     text = rec[key]
+    if len(text) > 24:  # never hand Python a 4,300-digit number
+        raise UsageError(f"{path}:{line}: {key} {text[:24]!r}... is not a 64-bit integer")
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise BufferTableError(f"{path}:{line}: {key} {text!r} is not an integer") from None
+    if abs(value) >= 1 << 62:
+        raise BufferTableError(f"{path}:{line}: {key} {value} is out of range (|value| < 2^62)")
+    return value
 
 
 def write_offsets_csv(

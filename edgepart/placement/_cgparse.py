@@ -13,12 +13,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgepart.placement._jsonpath import Ctx
+from edgepart.placement._jsonpath import MAX_INT, Ctx
 
 FORMAT = "edgepart-costgraph"
 VERSION = 1
 KINDS = ("cpu", "gpu", "dsp", "npu", "tpu", "other")
 UNSUPPORTED = "unsupported"
+MAX_UNITS = 1024
+"""Most units a processor may have (every unit is a schedule lane the solvers allocate)."""
+MAX_TOTAL_BYTES = 1 << 62
+"""Bound on the sum of all tensor and weight bytes, so no total overflows 64 bits."""
 
 _TOP_REQ = ("format", "version", "processors", "nodes")
 _TOP_OPT = ("name", "links", "edges", "inputs", "outputs", "host_domain", "baseline", "metadata")
@@ -80,6 +84,9 @@ def parse(doc: Any, source: str) -> Raw:
     _baseline(c, doc.get("baseline", {}), r)
     if "metadata" in doc and not isinstance(doc["metadata"], Mapping):
         c.fail("metadata", "expected an object")
+    total = sum(r.weight_bytes) + sum(t[2] or 0 for t in r.tensors)
+    if total > MAX_TOTAL_BYTES:
+        c.fail("nodes", f"tensor and weight bytes add up to {total}, more than 2^62")
     return r
 
 
@@ -105,8 +112,12 @@ def _processors(c: Ctx, procs: Any, r: Raw) -> None:
         mem = p.get("memory_bytes")
         r.proc_names.append(name)
         r.proc_kinds.append(kind)
-        r.proc_units.append(c.integer(p.get("units", 1), f"{path}.units", minimum=1))
-        r.proc_mem.append(-1 if mem is None else c.integer(mem, f"{path}.memory_bytes"))
+        r.proc_units.append(
+            c.integer(p.get("units", 1), f"{path}.units", minimum=1, maximum=MAX_UNITS)
+        )
+        r.proc_mem.append(
+            -1 if mem is None else c.integer(mem, f"{path}.memory_bytes", maximum=1 << 62)
+        )
         r.proc_domain.append(c.name(p.get("memory_domain", name), f"{path}.memory_domain"))
         r.proc_dispatch.append(c.number(p.get("dispatch_s", 0.0), f"{path}.dispatch_s"))
         tfl = p.get("tflite", {})
@@ -166,7 +177,7 @@ _INF = math.inf
 
 
 def _fast_count(v: Any) -> bool:
-    return type(v) is int and v >= 0
+    return type(v) is int and 0 <= v <= MAX_INT
 
 
 def _node_fast(nd: Any, procs: tuple[str, ...]) -> tuple[Any, ...] | None:

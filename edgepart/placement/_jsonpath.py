@@ -10,6 +10,9 @@ from typing import Any, NoReturn
 from edgepart.errors import CostGraphError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+MAX_INT = 1 << 50
+"""Largest integer (a byte count) in a cost graph: 1 PiB; sums over every node stay far from
+the 64-bit limit (``_cgparse`` checks the totals)."""
 
 
 class Ctx:
@@ -54,7 +57,7 @@ class Ctx:
             self.fail(path, f"expected a string, got {_kind(v)}")
         return v
 
-    def integer(self, v: Any, path: str, *, minimum: int = 0) -> int:
+    def integer(self, v: Any, path: str, *, minimum: int = 0, maximum: int = MAX_INT) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
             # 1e6 written as a float is accepted only if integral.
             if isinstance(v, float) and math.isfinite(v) and v.is_integer():
@@ -63,6 +66,8 @@ class Ctx:
                 self.fail(path, f"expected an integer >= {minimum}, got {v!r}")
         if v < minimum:
             self.fail(path, f"expected an integer >= {minimum}, got {v}")
+        if v > maximum:
+            self.fail(path, f"{v} is out of range; allowed: <= {maximum}")
         return int(v)
 
     def number(self, v: Any, path: str, *, positive: bool = False) -> float:

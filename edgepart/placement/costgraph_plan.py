@@ -8,12 +8,12 @@ plan document (format ``edgepart-plan``) and its short report.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any
 
-from edgepart.fileio import atomic_write_text
+from edgepart.errors import CostGraphError
+from edgepart.fileio import atomic_write_text, sha256_regular
 from edgepart.placement.costgraph import CostGraph, load_costgraph
 from edgepart.placement.plan_doc import format_report, plan_json
 from edgepart.placement.solve import Solution, SolveOptions, partition_costgraph
@@ -60,8 +60,7 @@ def place_costgraph(
         g, source = graph, {"kind": "costgraph", "name": graph.name}
     else:
         g = load_costgraph(graph)
-        with open(graph, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
+        digest, _ = sha256_regular(graph, what="cost graph", error=CostGraphError)
         source = {
             "kind": "costgraph",
             "name": g.name,

@@ -17,13 +17,13 @@ where it was measured; host timings are never labelled as the device's.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from edgepart.errors import UsageError
+from edgepart.jsondoc import load_file
 
 __all__ = ["MeasuredSchedule", "load_measured"]
 
@@ -53,14 +53,9 @@ def load_measured(
     """
     p = os.fspath(path)
     try:
-        with open(p, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as err:
-        raise UsageError(f"--measured {p}: cannot read ({err.strerror})") from None
-    except json.JSONDecodeError as err:
-        raise UsageError(
-            f"--measured {p}: invalid JSON at line {err.lineno} column {err.colno} ({err.msg})"
-        ) from None
+        doc = load_file(p, what="measurement record (JSON)", limit=1 << 30, error=UsageError)
+    except UsageError as err:
+        raise UsageError(f"--measured {err}") from None
     ids = [q.id for q in partitions]
     if isinstance(doc, dict) and isinstance(doc.get("benchmark"), dict):
         return [_host(doc, p, ids)]

@@ -11,7 +11,6 @@ writing anything.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from edgepart.deploy.compile import compile_model
 from edgepart.deploy.plan_keys import partitioner_keys
 from edgepart.devices.profile import load_profile
 from edgepart.errors import UsageError
+from edgepart.fileio import sha256_regular
 from edgepart.ir.graph import Model
 from edgepart.lowering.default_placement import DefaultPlacement, profile_default_baseline
 from edgepart.lowering.from_model import ModelProblem, model_costgraph
@@ -104,9 +104,9 @@ def view_of_bundle(
     if mpath is None:
         raise UsageError(f"{path}: the bundle does not record its source model; pass --model PATH")
     mp = Path(mpath)
-    if not mp.is_file():
+    if not mp.exists():
         raise UsageError(f"{path}: source model {mp} not found; pass --model PATH")
-    digest = hashlib.sha256(mp.read_bytes()).hexdigest()
+    digest, _ = sha256_regular(mp, what="source .tflite model")
     if digest != src["sha256"]:
         raise UsageError(
             f"{mp} is not the model bundle {path} was cut from (sha256 {digest[:12]}..., the "

@@ -14,13 +14,14 @@ Four kinds, chosen per partition from its plan entry and its delegate's file
 
 Choosing (:func:`choose_executor`) is a pure decision returned as an :class:`ExecutorChoice`;
 opening (:func:`open_partition`) applies it. A delegate partition needs a library: given
-explicitly (``delegate_libraries``, the plan's ``executor.library``, or the environment variable
-``EDGEPART_DELEGATE_<NAME>``), or discovered by the file names its delegate file lists
-(``library.files``) on the library path. With none, the partition runs on the *host fallback*
-executor (the delegate file's ``library.fallback``, ``xnnpack`` for every shipped one, unless
-the caller names one) and the choice says so (``fallback=True``, ``executed_on`` naming the
-host). A library that was asked for explicitly but cannot be loaded is an error
-(:class:`RuntimeBackendError`), never a silent fallback.
+explicitly by the user (``delegate_libraries``, ``--delegate-library``, or the environment
+variable ``EDGEPART_DELEGATE_<NAME>``), or discovered by the file names its delegate file lists
+(``library.files``) on the library path. A bundle names delegates, never libraries: nothing in
+a plan chooses code to load (``docs/security.md``). With none, the partition runs on the
+*host fallback* executor (the delegate file's ``library.fallback``, ``xnnpack`` for every
+shipped one, unless the caller names one) and the choice says so (``fallback=True``,
+``executed_on`` naming the host). A library that was asked for explicitly but cannot be loaded
+is an error (:class:`RuntimeBackendError`), never a silent fallback.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from edgepart.devices.delegate import DelegateSpec, load_delegate
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES, HOST_EXECUTORS
 from edgepart.devices.search_path import find
 from edgepart.errors import BundleError, RuntimeBackendError, UsageError
+from edgepart.tflite.litert_safety import check_model
+from edgepart.tflite.reader import read_model_bytes
 
 if TYPE_CHECKING:
     from edgepart.bundle.format import PartitionEntry
@@ -48,6 +51,7 @@ __all__ = [
     "AUTO_FALLBACK",
     "EXECUTORS",
     "ExecutorChoice",
+    "check_for_litert",
     "choose_executor",
     "delegate_file",
     "get_executor",
@@ -121,8 +125,15 @@ def get_executor(kind: str) -> OpenFn:
         ) from None
 
 
+def check_for_litert(blob: bytes, where: str) -> None:
+    """Refuse a partition file LiteRT would crash on, before any interpreter sees it
+    (:mod:`edgepart.tflite.litert_safety`)."""
+    check_model(read_model_bytes(blob, source=where), where)
+
+
 def _kernels(resolver: str) -> OpenFn:
     def open_(choice: ExecutorChoice, blob: bytes, threads: int) -> Any:
+        check_for_litert(blob, f"partition {choice.partition}")
         return Interpreter(
             model_content=blob,
             num_threads=threads,
@@ -139,6 +150,7 @@ for _host in HOST_EXECUTORS.values():
 @register_executor("delegate")
 def _delegate(choice: ExecutorChoice, blob: bytes, threads: int) -> Any:
     assert choice.library is not None
+    check_for_litert(blob, f"partition {choice.partition}")
     delegate = load_delegate_checked(choice.library, choice.options, choice.requested)
     return Interpreter(model_content=blob, num_threads=threads, experimental_delegates=[delegate])
 
@@ -239,7 +251,6 @@ def choose_executor(
     options.update(ex.options if ex is not None else {})
     library, explicit = _library_for(
         name,
-        ex.library if ex is not None else None,
         libraries or {},
         options,
         environ or os.environ,
@@ -267,7 +278,6 @@ def choose_executor(
 
 def _library_for(
     name: str,
-    in_plan: str | None,
     libraries: Mapping[str, Any],
     options: dict[str, str],
     environ: Mapping[str, str],
@@ -279,8 +289,6 @@ def _library_for(
         given = given.get("library")
     if given:
         return str(given), True
-    if in_plan:
-        return in_plan, True
     env = environ.get(f"EDGEPART_DELEGATE_{name.upper()}")
     if env:
         return env, True

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from edgepart.bundle.format import Bundle, Plan
-from edgepart.devices.host_executors import HOST_EXECUTORS
-from edgepart.errors import UsageError
+from edgepart.devices.host_executors import HOST_EXECUTORS, MAX_THREADS
+from edgepart.errors import BundleError, UsageError
 from edgepart.runtime import details as _details
 from edgepart.runtime.dispatch import Concurrent, Serial
 from edgepart.runtime.executors import (
@@ -109,8 +109,10 @@ class PartitionedInterpreter:
                 "experimental_delegates apply to one model; a bundle chooses a delegate per "
                 "partition: pass delegate_libraries={'gpu': PATH, ...}"
             )
-        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
-            raise UsageError(f"num_threads must be an int >= 1, got {num_threads!r}")
+        if num_threads is not None and (
+            not isinstance(num_threads, int) or not 1 <= num_threads <= MAX_THREADS
+        ):
+            raise UsageError(f"num_threads must be an int in 1..{MAX_THREADS}, got {num_threads!r}")
         resolver = getattr(experimental_op_resolver_type, "name", None)
         executor = executor or _RESOLVER_OVERRIDE.get(str(resolver))
         self._bundle = resolve_bundle(model_path, bundle, model, plan)
@@ -124,6 +126,11 @@ class PartitionedInterpreter:
                 entry, override=executor, libraries=delegate_libraries, fallback=fallback
             )
             threads = entry.threads or self._num_threads
+            if threads > MAX_THREADS:
+                raise BundleError(
+                    f"partition {entry.id}: threads {threads} is more than {MAX_THREADS}; edit "
+                    "plan.json or re-create the bundle"
+                )
             it, choice = open_partition(
                 choice, self._bundle.partition_bytes[entry.id], threads, fallback
             )
@@ -154,8 +161,15 @@ class PartitionedInterpreter:
     def allocate_tensors(self) -> None:
         """Allocate every partition's tensors and bind the routing (idempotent)."""
         self._check_idle()
-        for it in self._parts:
-            it.allocate_tensors()
+        for k, it in enumerate(self._parts):
+            try:
+                it.allocate_tensors()
+            except (RuntimeError, ValueError) as err:  # LiteRT's prepare failed
+                p, c = self._plan.partitions[k], self._choices[k]
+                msg = " ".join(str(err).split())
+                raise BundleError(
+                    f"partition {p.id}: LiteRT cannot prepare it on {c.executed_on}: {msg}"
+                ) from None
         if self._scheduler is None:
             self._steps = [
                 tuple((local, self._parts[j].tensor(out)) for local, j, out in pulls)

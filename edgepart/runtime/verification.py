@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -16,8 +15,12 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
+from edgepart.fileio import read_npy, sha256_regular
+from edgepart.isolate import run_isolated
 from edgepart.runtime.latency import LatencyStats, run_once, time_calls
 from edgepart.runtime.timeline import PartitionSpan, measure_timeline
+from edgepart.tflite.litert_safety import check_model
+from edgepart.tflite.reader import read_model
 
 if TYPE_CHECKING:
     from edgepart.runtime.interpreter import PartitionedInterpreter
@@ -28,6 +31,7 @@ __all__ = [
     "benchmark_bundle",
     "open_source_model",
     "random_inputs",
+    "reference_outputs",
     "resolve_inputs",
     "verify_outputs",
 ]
@@ -100,9 +104,9 @@ def resolve_inputs(
 
 def _load_npy(name: str, file: str | os.PathLike[str]) -> np.ndarray:
     try:
-        return np.load(file, allow_pickle=False)  # type: ignore[no-any-return]
-    except (OSError, ValueError) as err:
-        raise UsageError(f"--input {name}: cannot read {file} as .npy ({err})") from None
+        return read_npy(file, what=".npy input")  # type: ignore[no-any-return]
+    except UsageError as err:
+        raise UsageError(f"--input {name}: {err}") from None
 
 
 def open_source_model(interp: PartitionedInterpreter, model: str | None) -> Path:
@@ -112,9 +116,9 @@ def open_source_model(interp: PartitionedInterpreter, model: str | None) -> Path
     if path is None:
         raise UsageError("the bundle does not record its source model's path; pass --model")
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise UsageError(f"source model {p} not found; pass --model PATH")
-    digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    digest, _ = sha256_regular(p, what="source .tflite model")
     if digest != src["sha256"]:
         raise UsageError(
             f"{p} is not the model this bundle was made from (sha256 {digest[:12]}..., the "
@@ -145,27 +149,30 @@ def verify_outputs(
 
     ``max_rel`` is the largest absolute difference over the largest magnitude of the source
     model's output (a scale-free figure that does not blow up at zeros).
+
+    The source model is checked for what crashes LiteRT
+    (:mod:`edgepart.tflite.litert_safety`) and then run in a child process
+    (:func:`edgepart.isolate.run_isolated`): a crash there is reported, not shared.
     """
     host = HOST_EXECUTORS.get(executor or DEFAULT_EXECUTOR, HOST_EXECUTORS[DEFAULT_EXECUTOR])
-    ref = Interpreter(
-        model_path=os.fspath(model_path),
-        num_threads=interp.num_threads,
-        experimental_op_resolver_type=OpResolverType[host.resolver],
-    )
     plan = interp.plan
-    if plan.subgraph == 0:
-        ref.allocate_tensors()
-        for t, x in zip(plan.inputs, inputs, strict=True):
-            ref.set_tensor(t.tensor, x)
-        ref.invoke()
-        wanted = [ref.get_tensor(t.tensor) for t in plan.outputs]
-    else:  # another subgraph is reached through its signature
-        if plan.signature_key is None:
-            raise UsageError(f"subgraph {plan.subgraph} has no signature to verify it through")
-        res = ref.get_signature_runner(plan.signature_key)(
-            **{t.name: x for t, x in zip(plan.inputs, inputs, strict=True)}
-        )
-        wanted = [res[t.name] for t in plan.outputs]
+    path = os.fspath(model_path)
+    check_model(read_model(path), path)
+    if plan.subgraph != 0 and plan.signature_key is None:
+        raise UsageError(f"subgraph {plan.subgraph} has no signature to verify it through")
+    wanted = run_isolated(
+        reference_outputs,
+        (
+            path,
+            host.resolver,
+            interp.num_threads,
+            None if plan.subgraph == 0 else plan.signature_key,
+            [(t.tensor, t.name) for t in plan.inputs],
+            [(t.tensor, t.name) for t in plan.outputs],
+            list(inputs),
+        ),
+        what=f"--verify: the source model {path}",
+    )
     out = []
     for t, g, want in zip(plan.outputs, got, wanted, strict=True):
         a, b = np.asarray(g, np.float64), np.asarray(want, np.float64)
@@ -180,6 +187,44 @@ def verify_outputs(
             )
         )
     return out
+
+
+def reference_outputs(
+    path: str,
+    resolver: str,
+    threads: int,
+    signature_key: str | None,
+    inputs: Sequence[tuple[int, str]],
+    outputs: Sequence[tuple[int, str]],
+    values: Sequence[np.ndarray],
+) -> list[np.ndarray]:
+    """The source model's outputs for ``values`` with LiteRT (run by :func:`verify_outputs` in
+    a child process); subgraph 0 by tensor index, another through ``signature_key``.
+
+    Raises
+    ------
+    UsageError
+        LiteRT cannot load or prepare the model (its message on one line).
+    """
+    try:
+        ref = Interpreter(
+            model_path=path,
+            num_threads=threads,
+            experimental_op_resolver_type=OpResolverType[resolver],
+        )
+        if signature_key is None:
+            ref.allocate_tensors()
+            for (t, _), x in zip(inputs, values, strict=True):
+                ref.set_tensor(t, x)
+            ref.invoke()
+            return [ref.get_tensor(t) for t, _ in outputs]
+        res = ref.get_signature_runner(signature_key)(
+            **{name: x for (_, name), x in zip(inputs, values, strict=True)}
+        )
+        return [res[name] for _, name in outputs]
+    except (RuntimeError, ValueError) as err:
+        msg = " ".join(str(err).split())
+        raise UsageError(f"--verify: LiteRT cannot run the source model {path}: {msg}") from None
 
 
 @dataclass(frozen=True)

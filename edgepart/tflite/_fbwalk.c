@@ -12,7 +12,10 @@
  * error). Tables of a deferred type (Q_DEFER) are only located: the reader verifies them later,
  * on first use. Work is bounded: at most one table per 4 bytes of input and one
  * vector element per byte, and a depth limit, so aliasing offsets cannot make it loop or blow
- * up. Every read is bounds-checked before it happens.
+ * up; a table reached twice (writers share only empty Buffer tables) and more operators,
+ * tensors and buffers than the file can hold (budget_bytes) are malformed, so memory stays a
+ * small multiple of the file (the NumPy reader applies the same rules, see columns.py). Every
+ * read is bounds-checked before it happens.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,6 +58,9 @@ typedef struct {
     Out *aux;  /* per request: presence byte per row (Q_VECTOR) */
     int64_t *visits;
     int64_t budget_tables, budget_elems;
+    const int64_t *counted; /* per type: bytes of budget_bytes each of its tables spends */
+    int64_t budget_bytes;
+    uint8_t *claimed; /* a bit per 4-byte position: a table was visited there */
 } W;
 
 /* Makes room for n more bytes (outputs start at 4 KiB and double). */
@@ -110,10 +116,15 @@ static int visit(W *w, int64_t t, int64_t pos, int depth) {
     const int64_t n = w->n;
     if (depth > MAX_DEPTH || --w->budget_tables < 0) return MALFORMED;
     if (pos < 0 || pos > n - 4 || (pos & 3)) return MALFORMED;
+    if (w->counted[t] && (w->budget_bytes -= w->counted[t]) < 0) return MALFORMED;
     if (w->defer[t]) { /* Q_DEFER: record where it is; the caller verifies it on first use */
         w->visits[t]++;
         return put_i64(&w->out[w->req_pos[t]], pos);
     }
+    /* Writers share empty Buffer tables (deferred above), never others. */
+    const int64_t bit = pos >> 2;
+    if (w->claimed[bit >> 3] & (1u << (bit & 7))) return MALFORMED;
+    w->claimed[bit >> 3] |= (uint8_t)(1u << (bit & 7));
     const int64_t vt = pos - (int64_t)rd_i32(d, pos);
     if (vt < 0 || vt > n - 4 || (vt & 1)) return MALFORMED;
     const int64_t vts = rd_u16(d, vt), osz = rd_u16(d, vt + 2);
@@ -266,17 +277,31 @@ static PyObject *array_of(const Out *o, int typenum, int pairs) {
     return a;
 }
 
+/* Frees an output once it is copied into its array (the copies are the peak otherwise). */
+static void release(Out *o) {
+    PyMem_Free(o->p);
+    o->p = NULL;
+    o->len = o->cap = 0;
+}
+
 /* Request r's output: an int64 array (pairs as (n, 2)), or for Q_VECTOR a tuple
  * (CSR pointers, elements as `typenum`, presence per row as bool if the request's "default"
  * is 1, else None). */
 static PyObject *request_output(const W *w, int64_t r, int typenum) {
     const int64_t kind = w->req_kind[r];
-    if (kind != Q_VECTOR)
-        return array_of(&w->out[r], NPY_INT64, kind == Q_STRING || kind == Q_SPAN || kind == Q_UNION);
+    if (kind != Q_VECTOR) {
+        PyObject *a =
+            array_of(&w->out[r], NPY_INT64, kind == Q_STRING || kind == Q_SPAN || kind == Q_UNION);
+        release(&w->out[r]);
+        return a;
+    }
     PyObject *ptr = array_of(&w->out[r], NPY_INT64, 0);
     PyObject *values = array_of(&w->data[r], typenum, 0);
     PyObject *present = w->req_default[r] ? array_of(&w->aux[r], NPY_BOOL, 0) : Py_NewRef(Py_None);
+    release(&w->data[r]);
+    release(&w->aux[r]);
     PyObject *t = (ptr && values && present) ? PyTuple_Pack(3, ptr, values, present) : NULL;
+    release(&w->out[r]);
     Py_XDECREF(ptr);
     Py_XDECREF(values);
     Py_XDECREF(present);
@@ -286,7 +311,7 @@ static PyObject *request_output(const W *w, int64_t r, int typenum) {
 
 /* walk(data, root_type, root_pos, slot_base, nslots, slot_size, slot_kind, slot_arg,
  *      enum_base, enum_count, enum_member, req_flat_slot, req_kind, req_size_default,
- *      req_typenum) -> (one output per request) | None
+ *      req_typenum, counted, budget_bytes) -> (one output per request) | None
  *   Scalars are widened to int64 (sign-extended for Q_SCALAR_SIGNED); strings, spans and
  *   unions are (n, 2) int64 arrays; a Q_VECTOR request gives (CSR pointers: 0, then the end
  *   of each row; the elements, as NumPy type req_typenum; presence per row, or None unless
@@ -294,24 +319,25 @@ static PyObject *request_output(const W *w, int64_t r, int typenum) {
  * req_flat_slot: flat slot index (slot_base[type] + slot), or -1 - type for Q_POS and
  *   Q_DEFER (Q_DEFER: tables of that type are located, checked for alignment, not visited).
  * req_size_default: per request, the scalar's default value (as int64).
+ * counted: per type, the bytes of budget_bytes each of its tables spends (0: none).
  */
 static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *data_obj;
-    long long root_type, root_pos;
-    PyObject *o[12];
-    Py_buffer data, b[12];
+    long long root_type, root_pos, budget_bytes;
+    PyObject *o[13];
+    Py_buffer data, b[13];
     int got = 0, have_data = 0;
     PyObject *result = NULL;
     int64_t nreq = 0;
     W w;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "OLLOOOOOOOOOOOO", &data_obj, &root_type, &root_pos, &o[0],
+    if (!PyArg_ParseTuple(args, "OLLOOOOOOOOOOOOOL", &data_obj, &root_type, &root_pos, &o[0],
                           &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9],
-                          &o[10], &o[11]))
+                          &o[10], &o[11], &o[12], &budget_bytes))
         return NULL;
     if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     have_data = 1;
-    for (; got < 12; got++) {
+    for (; got < 13; got++) {
         if (PyObject_GetBuffer(o[got], &b[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
         if (b[got].len % 8) {
             PyErr_SetString(PyExc_ValueError, "walk: int64 arrays expected");
@@ -337,8 +363,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.req_kind = b[9].buf;
     w.req_default = b[10].buf;
     const int64_t *req_typenum = b[11].buf;
+    w.counted = b[12].buf;
+    w.budget_bytes = budget_bytes;
     nreq = b[8].len / 8;
     if (b[1].len != b[0].len || b[3].len != b[2].len || b[4].len != b[2].len ||
+        b[12].len != b[0].len ||
         b[6].len != b[5].len || b[9].len != b[8].len || b[10].len != b[8].len ||
         b[11].len != b[8].len ||
         root_type < 0 || root_type >= w.ntypes) {
@@ -366,7 +395,9 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.out = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
     w.data = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
     w.aux = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
-    if (!w.req_of_slot || !w.req_pos || !w.visits || !w.defer || !w.out || !w.data || !w.aux) {
+    w.claimed = PyMem_Calloc((size_t)(w.n / 32 + 1), 1);
+    if (!w.req_of_slot || !w.req_pos || !w.visits || !w.defer || !w.out || !w.data || !w.aux ||
+        !w.claimed) {
         PyErr_NoMemory();
         goto done;
     }
@@ -417,6 +448,7 @@ done:
     if (w.aux) {
         for (int64_t r = 0; r < nreq; r++) PyMem_Free(w.aux[r].p);
     }
+    PyMem_Free(w.claimed);
     PyMem_Free(w.aux);
     PyMem_Free(w.out);
     PyMem_Free(w.data);

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgepart.errors import ModelFormatError
 from edgepart.tflite.flatbuf import FlatBuffer, Tables, verify_union_column
 
 __all__ = ["RawModel", "numpy_columns"]
@@ -90,6 +91,33 @@ class RawModel:
     out_map_tensor: np.ndarray
 
 
+NODE_BYTES = 32
+"""A file holds at most one operator or tensor per this many bytes (plus :data:`NODE_SLACK`).
+
+Every operator and tensor costs the IR about 250 bytes, so this bound keeps the reader within
+about 8x of the file whatever the file lists. No TFLite writer comes near it: an operator with
+one input and one output takes at least 36 bytes of tables and vectors, a named tensor 32, and
+the leanest of 60 real and generated models spends 47 bytes per operator or tensor (58 outside
+its weights). Only shared or degenerate tables reach it."""
+NODE_SLACK = 32 * 1024
+BUFFER_BYTES = 16
+"""Likewise for buffers: writers share one empty ``Buffer`` table between many entries, so a
+buffer may take only its 4-byte entry, but real files have about one buffer per tensor
+(the leanest: one per 194 bytes)."""
+
+
+def check_graph_size(fb: FlatBuffer, ops: int, tensors: int, buffers: int) -> None:
+    """Refuse more operators, tensors and buffers than the file can hold (:data:`NODE_BYTES`,
+    :data:`BUFFER_BYTES`; the C walker applies the same budget)."""
+    if (ops + tensors) * NODE_BYTES + buffers * BUFFER_BYTES > fb.n + NODE_SLACK:
+        raise ModelFormatError(
+            f"{fb.source}: {ops} operators, {tensors} tensors and {buffers} buffers in {fb.n} "
+            f"bytes, more than fit (one operator or tensor per {NODE_BYTES} bytes, one buffer "
+            f"per {BUFFER_BYTES}), which no TFLite writer produces; the file is corrupted or "
+            "crafted"
+        )
+
+
 def _spans(start: np.ndarray, length: np.ndarray) -> np.ndarray:
     return np.stack([start.astype(np.int64), length.astype(np.int64)], axis=1)
 
@@ -115,8 +143,11 @@ def numpy_columns(fb: FlatBuffer, root: Tables) -> RawModel:
         "model.buffers: Buffer table out of bounds or misaligned",
     )
     _, sgs = root.tables("subgraphs")
-    tptr, tens = sgs.tables("tensors")
-    optr, ops = sgs.tables("operators")
+    tptr, tpos = sgs.element_positions("tensors")
+    optr, opos = sgs.element_positions("operators")
+    check_graph_size(fb, len(opos), len(tpos), len(buf_pos))
+    tens = sgs.column("tensors", tpos)
+    ops = sgs.column("operators", opos)
 
     q_has, qt = tens.table("quantization")
     min_has, _ = qt._targets("min")

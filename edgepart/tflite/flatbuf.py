@@ -8,7 +8,9 @@ Every position is checked before it is trusted: tables, vtables, fields, vectors
 lie inside the file and be aligned to their size (as flatbuffers' own verifier requires), or a
 :class:`~edgepart.errors.ModelFormatError` names the byte offset and what was being read. The
 total number of vector elements gathered is bounded by the file size, so a file whose vectors all
-alias one large region cannot make the reader allocate much more than the file itself.
+alias one large region cannot make the reader allocate much more than the file itself. Tables are
+never shared by a TFLite writer, and a file listing one table many times would cost memory per
+reference rather than per byte, so a table referenced twice is refused (:meth:`FlatBuffer.claim`).
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ class FlatBuffer:
         # byte per element, so more than that means vectors alias each other.
         self.budget = self.n + 4096
         self._views: dict[str, np.ndarray] = {}
+        self._claimed: np.ndarray | None = None
 
     @property
     def views(self) -> _Views:
@@ -136,6 +139,25 @@ class FlatBuffer:
             raise self.fail(
                 f"{what}: vectors overlap (more elements than the file can hold)", offset
             )
+
+    def claim(self, pos: np.ndarray, what: str) -> None:
+        """Mark the tables at ``pos`` as read; a table referenced twice is an error.
+
+        Positions outside the file or misaligned are left to :class:`Tables`, which names
+        them precisely.
+        """
+        if not len(pos):
+            return
+        idx = pos[(pos >= 0) & (pos <= self.n - 4) & ((pos & 3) == 0)] >> 2
+        if self._claimed is None:
+            self._claimed = np.zeros(self.n // 4 + 1, dtype=bool)
+        order = np.sort(idx)
+        dup = order[1:] == order[:-1]
+        seen = self._claimed[idx]
+        if dup.any() or seen.any():
+            at = int(order[1:][dup][0]) if dup.any() else int(idx[np.argmax(seen)])
+            raise self.fail(f"{what}: a table referenced twice (shared tables)", 4 * at)
+        self._claimed[idx] = True
 
     def root(self, table: str, identifier: bytes) -> Tables:
         """The root table, after checking the file identifier."""
@@ -473,12 +495,20 @@ class Tables:
     def table(self, name: str) -> tuple[np.ndarray, Tables]:
         """A sub-table field: (present mask, column of the present sub-tables)."""
         has, tgt = self._targets(name)
-        return has, Tables(self.fb, self.fields[name].type, tgt[has], f"{self.path}.{name}")
+        path = f"{self.path}.{name}"
+        self.fb.claim(tgt[has], path)
+        return has, Tables(self.fb, self.fields[name].type, tgt[has], path)
 
     def tables(self, name: str) -> tuple[np.ndarray, Tables]:
         """A ``[Table]`` field: CSR ptr over this column and the column of all elements."""
         ptr, tgt = self.element_positions(name)
-        return ptr, Tables(self.fb, self.fields[name].type[1:-1], tgt, f"{self.path}.{name}")
+        return ptr, self.column(name, tgt)
+
+    def column(self, name: str, tgt: np.ndarray) -> Tables:
+        """The column of the tables at ``tgt`` (from :meth:`element_positions` of ``name``)."""
+        path = f"{self.path}.{name}"
+        self.fb.claim(tgt, path)
+        return Tables(self.fb, self.fields[name].type[1:-1], tgt, path)
 
     def union_raw(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """A union field's (type code, value position) per table; values not yet verified."""

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from edgepart.errors import ModelFormatError
+from edgepart.fileio import open_regular
 from edgepart.ir.graph import BufferTable, LazySeq, Model, Subgraph, subgraph_refs
 from edgepart.ir.values import (
     Csr,
@@ -45,6 +45,9 @@ from edgepart.tflite.walk import native_columns
 __all__ = ["read_model", "read_model_bytes"]
 
 FILE_IDENTIFIER = b"TFL3"
+MAX_ELEMENTS_LOG2 = 56
+"""A tensor holds at most 2^56 elements: with 16-byte elements its size fits in 2^60 bytes, so
+sums of tensor sizes stay far from the int64 limit."""
 _MAX_DTYPE = 22
 
 
@@ -66,23 +69,14 @@ def read_model(path: str | os.PathLike[str]) -> Model:
 
 
 def _map_file(path: str) -> mmap.mmap:
-    """The whole file, mapped read-only (``os.open``: no buffered file object to build)."""
+    """The whole file, mapped read-only (a regular file only: a FIFO or device is refused
+    without blocking, see :func:`edgepart.fileio.open_regular`)."""
+    fd = open_regular(path, what=".tflite model", error=ModelFormatError)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ModelFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelFormatError(f"{path}: is a directory, expected a .tflite file") from None
-    except OSError as err:
-        raise ModelFormatError(f"{path}: cannot read the file ({err.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ModelFormatError(f"{path}: is a directory, expected a .tflite file")
-        if st.st_size == 0:
+        if os.fstat(fd).st_size == 0:
             raise ModelFormatError(f"{path}: file is empty; expected a .tflite model")
         return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    except OSError as err:  # not a regular file, or the mapping failed
+    except OSError as err:  # the mapping failed
         raise ModelFormatError(f"{path}: cannot map the file ({err.strerror})") from None
     finally:
         os.close(fd)
@@ -165,6 +159,28 @@ class _Assembler:
         )
 
     # ------------------------------------------------------------------ tables
+    def check_sizes(self, ptr: np.ndarray, dims: np.ndarray) -> None:
+        """Refuse shapes whose element count does not fit 64-bit byte arithmetic.
+
+        Sizes downstream (``tensor_nbytes``, arenas, costs) are int64; a shape such as
+        ``[2^31-1, 2^31-1]`` would wrap them negative.
+        """
+        rows = np.flatnonzero(np.diff(ptr) > 0)
+        if not len(dims) or not len(rows):
+            return
+        logs = np.log2(np.maximum(dims.astype(np.float64), 1.0))
+        per = np.add.reduceat(logs, ptr[:-1][rows])
+        for r in rows[per > MAX_ELEMENTS_LOG2 - 1].tolist():  # exact check of the few near it
+            shape = [int(d) for d in dims[ptr[r] : ptr[r + 1]]]
+            numel = 1
+            for d in shape:
+                numel *= max(d, 0)
+            if numel > 1 << MAX_ELEMENTS_LOG2:
+                raise self.fail(
+                    f"tensor #{r} has shape {shape}: {numel:.3g} elements, more than any memory "
+                    f"holds (at most 2^{MAX_ELEMENTS_LOG2}); the file is corrupted"
+                )
+
     def opcodes(self) -> tuple[OpCode, ...]:
         raw = self.raw
         out = []
@@ -275,6 +291,7 @@ class _Assembler:
         i = first_outside(shp, -1, 1 << 62)
         if i >= 0:
             raise self.fail(f"a tensor shape has dimension {int(shp[i])}")
+        self.check_sizes(shp_ptr, shp)
         opc = raw.o_opcode
         i = first_outside(opc, 0, len(opcodes))
         if i >= 0:
@@ -604,7 +621,13 @@ def _sparsity_decoder(fb: FlatBuffer, positions: np.ndarray, base: int) -> Any:
             return None
         d = decode_table(fb, "SparsityParameters", pos)
         dims = []
-        for m in d["dim_metadata"] or ():
+        for k, m in enumerate(d["dim_metadata"] or ()):
+            if not isinstance(m["format"], str):  # a code DimensionType does not have
+                kinds = ", ".join(ENUMS["DimensionType"].values())
+                raise ModelFormatError(
+                    f"{fb.source}: tensor {i}: sparsity.dim_metadata[{k}].format is "
+                    f"{m['format']}, not a DimensionType ({kinds}); the file is corrupted"
+                )
             seg = m["array_segments"]
             ind = m["array_indices"]
             dims.append(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.schema.tables import ENUMS, TABLES
-from edgepart.tflite.columns import RawModel
+from edgepart.tflite.columns import BUFFER_BYTES, NODE_BYTES, NODE_SLACK, RawModel
 from edgepart.tflite.flatbuf import SCALARS, FlatBuffer
 
 try:  # the optional C walker (see _fbwalk.c)
@@ -208,7 +208,11 @@ def native_columns(fb: FlatBuffer, root_pos: int) -> RawModel | None:
     if _fbwalk is None:
         return None
     tid, schema, requests = _schema()
-    outs = _fbwalk.walk(fb.data, tid["Model"], root_pos, *schema, *requests)
+    counted = np.zeros(len(tid), dtype=np.int64)  # check_graph_size's bound, in C
+    counted[[tid["Operator"], tid["Tensor"]]] = NODE_BYTES
+    counted[tid["Buffer"]] = BUFFER_BYTES
+    budget = fb.n + NODE_SLACK
+    outs = _fbwalk.walk(fb.data, tid["Model"], root_pos, *schema, *requests, counted, budget)
     if outs is None:
         return None
     return _raw(dict(zip(_KEYS, outs, strict=True)))

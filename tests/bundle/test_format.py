@@ -17,7 +17,7 @@ from edgepart.bundle import (
     load_bundle,
     write_bundle,
 )
-from edgepart.errors import BundleError, PlanError, UsageError
+from edgepart.errors import BundleError, OutputError, PlanError, UsageError
 from edgepart.ir import analysis
 from edgepart.jsondoc import dumps
 from edgepart.tflite.reader import read_model
@@ -189,7 +189,9 @@ def test_existing_bundle_is_replaced_but_other_directories_are_not(tmp_path, mnv
     other = tmp_path / "home"
     other.mkdir()
     (other / "precious.txt").write_text("keep")
-    with pytest.raises(UsageError, match="is not an edgepart bundle; refusing"):
+    with pytest.raises(
+        OutputError, match=r"home/precious.txt was not written by edgepart; refusing"
+    ):
         write_bundle(other, mnv2, _chain_specs(model, 2))
     assert (other / "precious.txt").read_text() == "keep"
 

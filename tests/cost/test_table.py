@@ -182,7 +182,7 @@ def test_duplicate_keys_rejected():
 def test_not_json_and_missing(tmp_path):
     p = tmp_path / "bad.json"
     p.write_text("{oops")
-    with pytest.raises(LatencyTableError, match="not JSON"):
+    with pytest.raises(LatencyTableError, match="invalid JSON at line"):
         load_table(p)
     with pytest.raises(LatencyTableError, match="no such latency table"):
         load_table(tmp_path / "missing.json")

@@ -107,11 +107,12 @@ def test_a_real_external_delegate_library_is_loaded(gpu_bundle, null_delegate):
 
 
 def test_explicit_delegate_in_the_plan(corpus, tmp_path, null_delegate):
+    """The plan names the delegate; its library comes from whoever runs the bundle."""
     path = corpus["mobilenet_v2"]
     a, b = contiguous(read_model(path), 2, seed=2)
-    spec = ExecutorSpec("delegate", delegate="hexagon", library=null_delegate)
+    spec = ExecutorSpec("delegate", delegate="hexagon")
     write_bundle(tmp_path / "b", path, [PartitionSpec(a), PartitionSpec(b, executor=spec)])
-    pi = PartitionedInterpreter(tmp_path / "b")
+    pi = PartitionedInterpreter(tmp_path / "b", delegate_libraries={"hexagon": null_delegate})
     assert pi.executors[1].executed_on == f"hexagon delegate ({null_delegate})"
 
 

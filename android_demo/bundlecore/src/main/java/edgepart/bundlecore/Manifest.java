@@ -12,7 +12,7 @@ public final class Manifest {
     static final String SCHEMA = "bundle_manifest.schema.json";
     private static final Pattern SHA256 = Pattern.compile("^[0-9a-f]{64}$");
     private static final Pattern PATH = Pattern.compile(
-            "^(plan\\.json|arena\\.json|report\\.txt|partitions/[A-Za-z0-9_.-]+\\.tflite)$");
+            "^(plan\\.json|arena\\.json|report\\.txt|partition_report\\.txt|partitions/[A-Za-z0-9_.-]+\\.tflite)$");
     private static final List<String> ROLES = Arrays.asList("plan", "arena", "report", "partition");
 
     /** One listed file: its path relative to the bundle, role, size and SHA-256 (hex). */
