@@ -11,6 +11,7 @@ from edgepart.cost.roofline_table import RooflineTable, roofline_table
 from edgepart.cost.table import LatencyTable, load_table
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.ir.graph import Model
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.tflite.reader import read_model
 
 __all__ = ["RooflineTable", "roofline"]
@@ -22,6 +23,7 @@ def roofline(
     *,
     latency_tables: Sequence[str | os.PathLike[str] | LatencyTable] = (),
     table_for: Mapping[str, str] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> RooflineTable:
     """Cost every op of the model's main subgraph on each processor of ``device``.
 
@@ -39,6 +41,9 @@ def roofline(
         Measured latency tables (paths or loaded), merged in order.
     table_for
         Back profile processor ``PROC`` with latency-table processor ``TABLEPROC``.
+    input_shapes
+        Input name -> the shape it runs at (see :func:`edgepart.claims`); ops are costed at
+        the resolved shapes.
 
     Returns
     -------
@@ -59,7 +64,7 @@ def roofline(
     >>> r.rows[0]["name"], r.rows[0]["procs"]["gpu"]["bound"]
     ('CONV_2D', 'memory')
     """
-    m = model if isinstance(model, Model) else read_model(model)
+    m = apply_input_shapes(model if isinstance(model, Model) else read_model(model), input_shapes)
     prof = device if isinstance(device, DeviceProfile) else load_profile(device)
     tables = None
     if latency_tables:

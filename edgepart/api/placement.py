@@ -46,6 +46,7 @@ def place(
     time_limit: float | None = None,
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ModelPlan:
     """Decide where each op of the model's main subgraph runs on ``device`` (nothing written).
 
@@ -76,6 +77,10 @@ def place(
     edge_cut_k, edge_cut_method
         ``method="edge-cut"``: the number of blocks and the partitioner (``"interval"``, or
         ``"metis"`` with the optional ``pymetis`` package).
+    input_shapes
+        Input name -> the shape it runs at (LiteRT's ``resize_tensor_input``: only ``-1``
+        dimensions can change). Claims, costs and memory use the propagated shapes; dynamic
+        inputs not given run at their stored size and an ``InputShapeNote`` warning says so.
 
     Returns
     -------
@@ -103,7 +108,13 @@ def place(
     """
     opts = _options(method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method)
     return partition_model(
-        model, device, method, opts, latency_tables=latency_tables, table_for=table_for
+        model,
+        device,
+        method,
+        opts,
+        latency_tables=latency_tables,
+        table_for=table_for,
+        input_shapes=input_shapes,
     )
 
 
@@ -121,6 +132,7 @@ def compile(
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
     arena: bool = True,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> CompiledModel:
     """Place the model on ``device`` (see :func:`place`) and apply the placement: a bundle in
     memory, inspected before :meth:`~edgepart.deploy.compile.CompiledModel.save` writes it.
@@ -135,8 +147,9 @@ def compile(
     Parameters
     ----------
     model, device, latency_tables, table_for, objective, method, seed, effort, time_limit, \
-edge_cut_k, edge_cut_method
-        As for :func:`place`.
+edge_cut_k, edge_cut_method, input_shapes
+        As for :func:`place`; the bundle records the input shapes (``plan.json``) and its
+        partition files carry the resolved shapes.
     arena
         Plan the memory across partitions (``arena.json``); false leaves it out.
 
@@ -173,6 +186,7 @@ edge_cut_k, edge_cut_method
         latency_tables=latency_tables,
         table_for=table_for,
         arena=arena,
+        input_shapes=input_shapes,
     )
 
 

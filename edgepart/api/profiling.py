@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from edgepart.errors import UsageError
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.profiling.host import STATISTICS, ProfileConfig, ProfileResult, profile_model
 from edgepart.profiling.timing import TimingConfig
 from edgepart.tflite.reader import read_model
@@ -28,6 +29,7 @@ def profile_host(
     fusion: bool = True,
     output: str | os.PathLike[str] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ProfileResult:
     """Time every op (and group of ops the executor fuses into one kernel) of a model on this
     host with the LiteRT interpreter, and the whole model, into a latency table.
@@ -57,6 +59,10 @@ def profile_host(
         Write the latency table here (``docs/latency_tables.md``).
     progress
         Called as ``progress(done, total, label)`` as work proceeds.
+    input_shapes
+        Input name -> the shape it runs at (see :func:`edgepart.claims`): every op is timed
+        at the propagated shapes, shapes computed in the model included, as is the whole
+        model (written with those shapes).
 
     Returns
     -------
@@ -88,9 +94,13 @@ def profile_host(
     if statistic not in STATISTICS:
         raise UsageError(f"statistic {statistic!r}: use one of {', '.join(STATISTICS)}")
     path = os.fspath(model)
-    m = read_model(path)
-    with open(path, "rb") as f:  # the whole-model timing loads the file's own bytes
-        content = f.read()
+    raw = read_model(path)
+    m = apply_input_shapes(raw, input_shapes)
+    content = None  # a model whose sizes changed is timed as written with them
+    same = zip(m.subgraphs, raw.subgraphs, strict=True)
+    if all(a.tensor_shape is b.tensor_shape for a, b in same):
+        with open(path, "rb") as f:  # the whole-model timing loads the file's own bytes
+            content = f.read()
     cfg = ProfileConfig(
         executor=executor,
         threads=threads,

@@ -12,7 +12,9 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 from edgepart.devices.search_path import using_search_path
 from edgepart.errors import EdgepartError
@@ -42,10 +44,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line each: ``edgepart: note: ...`` for notes, else ``warning``."""
+    from edgepart.ir.shapes import InputShapeNote
+
+    label = "note" if issubclass(category, InputShapeNote) else "warning"
+    print(f"edgepart: {label}: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    shown: Any = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         with using_search_path(args.search_path):
             status = args.func(args)
@@ -57,4 +76,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        warnings.showwarning = shown
     return int(status or 0)

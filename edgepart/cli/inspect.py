@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import edgepart
+from edgepart.cli._args import add_input_shape_argument, input_shapes
 
 __all__ = ["register"]
 
@@ -28,12 +29,17 @@ def register(sub: Any) -> None:
         default=[],
         help="delegate name or YAML path; repeat to apply several in order",
     )
+    add_input_shape_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     info = edgepart.inspect_model(
-        args.model, ops=args.ops, device=args.profile or None, delegates=args.delegate
+        args.model,
+        ops=args.ops,
+        device=args.profile or None,
+        delegates=args.delegate,
+        input_shapes=input_shapes(args),
     )
     if args.json:
         print(json.dumps(info.to_dict(), indent=2, sort_keys=True, default=str))

@@ -13,7 +13,12 @@ import sys
 from typing import Any
 
 import edgepart
-from edgepart.cli._args import adb_options, add_adb_arguments
+from edgepart.cli._args import (
+    adb_options,
+    add_adb_arguments,
+    add_input_shape_argument,
+    input_shapes,
+)
 from edgepart.cli._phone_text import finish, print_profile
 from edgepart.errors import UsageError
 
@@ -70,6 +75,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="print the N slowest units (default 15; 0 = none)",
     )
+    add_input_shape_argument(p)
     add_adb_arguments(p, profile=True)  # the --adb branch: benchmark_model on phones
     p.set_defaults(func=handler)
 
@@ -80,6 +86,11 @@ def handler(args: argparse.Namespace) -> int:
     if args.budget <= 0:
         raise UsageError(f"--budget {args.budget}: need a positive number of seconds")
     if args.adb:
+        if args.input_shape:
+            raise UsageError(
+                "--input-shape applies to host profiling; benchmark_model on a "
+                "phone runs the model at its stored shapes"
+            )
         return _adb(args)
     bar = None if args.no_progress else _Bar()
     try:
@@ -93,6 +104,7 @@ def handler(args: argparse.Namespace) -> int:
             fusion=not args.no_fusion,
             output=args.output,
             progress=bar.update if bar else None,
+            input_shapes=input_shapes(args),
         )
     finally:
         if bar:

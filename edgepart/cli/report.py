@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from edgepart.cli._args import add_input_shape_argument, input_shapes
+
 __all__ = ["register"]
 
 
@@ -65,6 +67,7 @@ def register(subparsers: Any) -> None:
         help="also write Model Explorer node-data overlays (processor, partition, TFLite "
         "default, predicted and measured latency per op) into DIR",
     )
+    add_input_shape_argument(p)
     p.set_defaults(func=handler)
 
 
@@ -88,6 +91,7 @@ def handler(args: argparse.Namespace) -> int:
         latency_tables=args.latency_table,
         table_for=mapping,
         objective=args.objective,
+        input_shapes=input_shapes(args),
     )
     meta = res.document["meta"]
     print(

@@ -71,6 +71,9 @@ def dynamic_tensors(sg: Subgraph) -> np.ndarray:
     flagged = np.zeros(sg.num_ops, dtype=bool)
     kinds = np.array([nm in _SHAPE_INPUTS for nm in names], dtype=bool)
     cand = np.flatnonzero(kinds[sg.op_opcode]) if len(kinds) else np.zeros(0, np.int64)
+    if sg.shape_info is not None:  # propagated shapes know which ops LiteRT makes dynamic
+        flagged = np.asarray(sg.shape_info.dynamic_ops, dtype=bool).copy()
+        cand = np.zeros(0, np.int64)
     for op in cand.tolist():
         ins = sg.op_inputs.row_tuple(op)
         name = names[int(sg.op_opcode[op])]

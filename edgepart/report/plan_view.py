@@ -20,6 +20,7 @@ from typing import Any
 
 from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.lowering.default_placement import DefaultPlacement, profile_default_baseline
 from edgepart.lowering.from_model import ModelProblem, model_costgraph
 
@@ -127,7 +128,8 @@ def view_of_bundle(
             f"{path}: partitions run on {alien}, which profile {prof.name!r} does not have "
             f"(its processors: {sorted(names)}); give the bundle's own profile"
         )
-    m = read_model(mp)
+    # the sizes the bundle was built for (a dynamic input's recorded shape)
+    m = apply_input_shapes(read_model(mp), plan.input_shapes, subgraph=plan.subgraph, note=False)
     cm = _cost_model(prof, latency_tables, table_for or {})
     problem = model_costgraph(m, prof, cm, subgraph=plan.subgraph)
     default = profile_default_baseline(problem)
@@ -169,8 +171,10 @@ def view_of_model(
     latency_tables: Sequence[str] = (),
     table_for: Mapping[str, str] | None = None,
     arena: bool = True,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> PlanView:
-    """Partition the ``.tflite`` at ``path`` for ``profile`` now (nothing is written).
+    """Partition the ``.tflite`` at ``path`` for ``profile`` now (nothing is written), with
+    dynamic inputs at ``input_shapes``.
 
     Raises
     ------
@@ -191,6 +195,7 @@ def view_of_model(
         latency_tables=latency_tables,
         table_for=table_for,
         arena=arena,
+        input_shapes=input_shapes,
     )
     plan = compiled.placement
     problem, default, sol, placed = plan.problem, plan.default, plan.solution, plan.partitions

@@ -164,6 +164,12 @@ def verify_outputs(
     )
     plan = interp.plan
     if plan.subgraph == 0:
+        # the sizes the bundle was built for (--input-shape): resize_tensor_input, as an
+        # application does before allocate_tensors
+        stored = {int(d["index"]): list(d["shape"]) for d in ref.get_input_details()}
+        for t in plan.inputs:
+            if t.tensor in stored and stored[t.tensor] != list(t.shape):
+                ref.resize_tensor_input(t.tensor, list(t.shape))
         ref.allocate_tensors()
         for t, x in zip(plan.inputs, inputs, strict=True):
             ref.set_tensor(t.tensor, x)
