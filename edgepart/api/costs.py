@@ -12,6 +12,7 @@ from edgepart.cost.table import LatencyTable, load_table
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.ir.graph import Model
 from edgepart.ir.shapes import apply_input_shapes
+from edgepart.lowering.processor_support import processor_support
 from edgepart.tflite.reader import read_model
 
 __all__ = ["RooflineTable", "roofline"]
@@ -29,7 +30,9 @@ def roofline(
 
     Time per op is ``max(FLOPs / peak for the op's dtype, bytes / bandwidth)`` plus the
     processor's dispatch overhead when the op runs alone; measured latency tables replace the
-    roofline where they cover an op.
+    roofline where they cover an op. A processor is costed only on the ops its delegate can
+    run (a CPU on every op its builtin kernels run); compiled accelerator programs without a
+    measured entry are ``unknown``.
 
     Parameters
     ----------
@@ -72,4 +75,7 @@ def roofline(
         for t in latency_tables:
             tables = tables.merge(t if isinstance(t, LatencyTable) else load_table(t))
     cm = CostModel(hardware_from_profile(prof), tables, table_for=dict(table_for or {}))
-    return roofline_table(cm.costs(m.main, m), prof.name)
+    # each processor is costed on the ops its delegate can run (builtin CPU kernels take the
+    # rest on CPU processors), as the partitioner sees it
+    support = processor_support(m.main, prof).supported
+    return roofline_table(cm.costs(m.main, m), prof.name, support)

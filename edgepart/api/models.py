@@ -14,6 +14,7 @@ from edgepart.ir.graph import Model
 from edgepart.ir.shapes import apply_input_shapes
 from edgepart.ir.summary import describe_ops, format_ops, format_summary, summarize
 from edgepart.tflite import reader
+from edgepart.tflite.edgetpu import EDGETPU_OP, decode_edgetpu_program
 
 __all__ = ["Claims", "ModelInspection", "claims", "inspect_model", "read_model"]
 
@@ -215,7 +216,31 @@ def inspect_model(
     found = None
     if device is not None or delegates:
         found = claims(m, device, delegates=delegates)
-    return ModelInspection(summarize(m), describe_ops(m) if ops else None, found)
+    summary = summarize(m)
+    _add_programs(m, summary)
+    return ModelInspection(summary, describe_ops(m) if ops else None, found)
+
+
+def _add_programs(m: Model, summary: dict[str, Any]) -> None:
+    """What the compiled Edge TPU programs of the model say about themselves."""
+    for g, sg in zip(summary["subgraphs"], m.subgraphs, strict=True):
+        progs = []
+        for i in range(sg.num_ops):
+            if sg.op_name(i) != EDGETPU_OP:
+                continue
+            p = decode_edgetpu_program(sg.op_custom_options[i] or b"")
+            progs.append(
+                {
+                    "op": i,
+                    "bytes": p.total_bytes,
+                    "parameter_bytes": p.parameter_bytes,
+                    "estimated_cycles": p.estimated_cycles,
+                    "compiler_version": p.compiler_version,
+                    "description": p.describe(),
+                }
+            )
+        if progs:
+            g["programs"] = progs
 
 
 def _model(

@@ -30,8 +30,19 @@ def _rate(ops_per_s: float) -> str:
 _MAX_TYPES = 12  # op types with their own colour; the rest share "other"
 
 
-def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") -> None:
-    """Write the roofline plot of a costed subgraph to ``path`` (atomically)."""
+def roofline_png(
+    gc: GraphCosts,
+    path: str | os.PathLike[str],
+    title: str = "",
+    supported: np.ndarray | None = None,
+) -> None:
+    """Write the roofline plot of a costed subgraph to ``path`` (atomically).
+
+    Each processor's panel shows the ops it can run (``supported``, ``[ops, processors]``).
+    Ops without FLOPs (pads, concatenations: pure data movement) have no intensity on a log
+    axis; they are drawn as triangles at the panel's left edge, at the height their attained
+    bandwidth reaches there, so the slowest op is never missing.
+    """
     import io
 
     import matplotlib
@@ -43,7 +54,8 @@ def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") 
     sg = gc.sg
     work = gc.work
     names = np.array([sg.op_name(i) for i in range(sg.num_ops)])
-    has = (work.flops > 0) & (work.bytes > 0) & ~work.folded
+    has = (work.bytes > 0) & ~work.folded
+    moves = has & (work.flops <= 0)  # data movement only: drawn at the left edge
     kinds, counts = np.unique(names[has], return_counts=True)
     top = [k for _, k in sorted(zip(-counts, kinds.tolist(), strict=True))][:_MAX_TYPES]
     cmap = plt.get_cmap("tab20")
@@ -52,11 +64,17 @@ def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") 
     width = 6.2 * n + 2.4  # room on the right for the op-type legend
     fig, axes = plt.subplots(1, n, figsize=(width, 5.2), squeeze=False)
     oi = work.intensity
-    lo = max(float(oi[has].min()) / 3 if has.any() else 0.01, 1e-3)
+    flopping = has & ~moves
+    lo = max(float(oi[flopping].min()) / 3 if flopping.any() else 0.01, 1e-3)
     ridges = [
         pk / p.bandwidth for p in hw.processors for pk in p.peak_ops.values() if p.bandwidth > 0
     ]
-    hi = max(float(oi[has].max()) * 3 if has.any() else 100.0, max(ridges, default=1) * 3, 100.0)
+    hi = max(
+        float(oi[flopping].max()) * 3 if flopping.any() else 100.0,
+        max(ridges, default=1) * 3,
+        100.0,
+    )
+    x_of = np.where(moves, lo, oi)
     xs = np.logspace(np.log10(lo), np.log10(hi), 200)
     for p, proc in enumerate(hw.processors):
         ax = axes[0, p]
@@ -73,7 +91,14 @@ def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") 
             roofs.append(line)
         lat = gc.latency[:, p]
         ok = has & (lat > 0) & np.isfinite(lat)
-        perf = np.where(ok, work.flops / np.where(ok, lat, 1.0), 0.0)
+        if supported is not None:
+            ok &= supported[:, p]
+        # a data-movement op sits where its attained bandwidth meets the left edge
+        perf = np.where(
+            ok,
+            np.where(moves, work.bytes * lo, work.flops) / np.where(ok, lat, 1.0),
+            0.0,
+        )
         share = lat[ok] / max(float(lat[ok].sum()), 1e-30)
         sizes = 12 + 400 * share
         kinds_p = names[ok]
@@ -81,20 +106,29 @@ def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") 
             sel = np.isin(kinds_p, top, invert=True) if kind == "other" else kinds_p == kind
             if not sel.any():
                 continue
-            ax.scatter(
-                oi[ok][sel],
-                perf[ok][sel],
-                s=sizes[sel],
-                alpha=0.7,
-                color=colour.get(kind, "lightgrey"),
-                edgecolors="none",
-                label=kind,
-            )
+            for marker, part in (("o", ~moves[ok]), ("v", moves[ok])):
+                pick = sel & part
+                if not pick.any():
+                    continue
+                ax.scatter(
+                    x_of[ok][pick],
+                    perf[ok][pick],
+                    s=sizes[pick],
+                    alpha=0.7,
+                    marker=marker,
+                    color=colour.get(kind, "lightgrey"),
+                    edgecolors="none",
+                    label=kind,
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         counts_src = gc.source_counts(p)
         src = ", ".join(f"{v} {k}" for k, v in counts_src.items() if v)
+        if supported is not None and not supported[:, p].all():
+            src += f"; runs {int(supported[:, p].sum())} of {sg.num_ops} ops"
+        if moves.any():
+            src += "; \u25bc no FLOPs, at the left edge"
         ax.set_title(
             f"{proc.name} ({proc.kind}, {proc.bandwidth / 1e9:.1f} GB/s)\n{src}", fontsize=10
         )

@@ -88,6 +88,12 @@ def format_model_report(
             f"; the TFLite default is infeasible here: {default.baseline.evaluation.violations[0]}"
         )
     lines.append(pred)
+    unknown = problem.costs.unknown_why
+    if unknown:
+        op, why = next(iter(sorted(unknown.items())))
+        lines.append(
+            f"predicted times leave out {len(unknown)} op(s) of unknown cost: op {op} {why}"
+        )
     lines.append(
         f"{ev.num_partitions} partitions, {len(ev.xfer_tensor)} transfers "
         f"({_kb(float(g.tensor_bytes[ev.xfer_tensor].sum()))} per inference)"

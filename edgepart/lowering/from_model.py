@@ -234,6 +234,9 @@ def _assemble(
     weight = np.bincount(
         key // (sg.num_tensors + 1), weights=nbytes[key % (sg.num_tensors + 1)], minlength=nn
     ).astype(np.int64)
+    # a compiled accelerator program carries the weights of the ops it replaced in its options
+    for op in gc.unknown_why:
+        weight[int(fz.node_of[op])] += len(sg.op_custom_options[op] or b"")
 
     # --- tensors crossing nodes (member ops only: helpers' outputs are recomputed per node)
     prod = analysis.producers(sg)

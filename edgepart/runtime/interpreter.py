@@ -26,8 +26,10 @@ from edgepart.runtime.dispatch import Concurrent, Serial
 from edgepart.runtime.executors import (
     AUTO_FALLBACK,
     ExecutorChoice,
+    check_host_can_run,
     choose_executor,
     open_partition,
+    prepare_error,
 )
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
@@ -123,9 +125,10 @@ class PartitionedInterpreter:
                 entry, override=executor, libraries=delegate_libraries, fallback=fallback
             )
             threads = entry.threads or self._num_threads
-            it, choice = open_partition(
-                choice, self._bundle.partition_bytes[entry.id], threads, fallback
-            )
+            blob = self._bundle.partition_bytes[entry.id]
+            if choice.kind != "delegate":
+                check_host_can_run(entry, choice, blob)
+            it, choice = open_partition(choice, blob, threads, fallback)
             check_partition_io(it, entry)
             self._parts.append(it)
             self._choices.append(choice)
@@ -153,8 +156,14 @@ class PartitionedInterpreter:
     def allocate_tensors(self) -> None:
         """Allocate every partition's tensors and bind the routing (idempotent)."""
         self._check_idle()
-        for it in self._parts:
-            it.allocate_tensors()
+        for k, it in enumerate(self._parts):
+            try:
+                it.allocate_tensors()
+            except (ValueError, RuntimeError) as err:
+                p = self._plan.partitions[k]
+                raise prepare_error(
+                    f"partition {p.id} ({p.unit_name}, {self._choices[k].executed_on})", err
+                ) from None
         if self._scheduler is None:
             self._steps = [
                 tuple((local, self._parts[j].tensor(out)) for local, j, out in pulls)
@@ -329,7 +338,7 @@ class PartitionedInterpreter:
         it = self._parts[k]
         try:
             for local, view in self._steps[k]:
-                it.set_tensor(local, view())
+                self._set(k, it, local, view())
             it.invoke()
         except (ValueError, RuntimeError) as err:
             raise self._invoke_error(k, err) from err
@@ -341,10 +350,28 @@ class PartitionedInterpreter:
             for k, it in enumerate(self._parts):
                 set_tensor = it.set_tensor
                 for local, view in self._steps[k]:
-                    set_tensor(local, view())
+                    value = view()
+                    try:
+                        set_tensor(local, value)
+                    except ValueError:
+                        self._set(k, it, local, value)
                 it.invoke()
         except (ValueError, RuntimeError) as err:
             raise self._invoke_error(k, err) from err
+
+    def _set(self, k: int, it: Any, local: int, value: np.ndarray) -> None:
+        """``set_tensor``, resizing the partition first when a tensor computed at run time
+        (a shape LiteRT learns only while running) arrives at another size than the file's."""
+        try:
+            it.set_tensor(local, value)
+            return
+        except ValueError:
+            detail = next((d for d in it.get_input_details() if d["index"] == local), None)
+            if detail is None or tuple(detail["shape"]) == value.shape:
+                raise
+        it.resize_tensor_input(local, list(value.shape))
+        it.allocate_tensors()
+        it.set_tensor(local, value)
 
     def _invoke_error(self, k: int, err: Exception) -> _details.PartitionInvokeError:
         p, c = self._plan.partitions[k], self._choices[k]

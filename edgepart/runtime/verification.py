@@ -15,6 +15,7 @@ import numpy as np
 
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
+from edgepart.runtime.executors import prepare_error
 from edgepart.runtime.latency import LatencyStats, time_calls
 from edgepart.runtime.timeline import PartitionSpan, measure_timeline
 
@@ -167,10 +168,13 @@ def verify_outputs(
         # the sizes the bundle was built for (--input-shape): resize_tensor_input, as an
         # application does before allocate_tensors
         stored = {int(d["index"]): list(d["shape"]) for d in ref.get_input_details()}
-        for t in plan.inputs:
-            if t.tensor in stored and stored[t.tensor] != list(t.shape):
-                ref.resize_tensor_input(t.tensor, list(t.shape))
-        ref.allocate_tensors()
+        try:
+            for t in plan.inputs:
+                if t.tensor in stored and stored[t.tensor] != list(t.shape):
+                    ref.resize_tensor_input(t.tensor, list(t.shape))
+            ref.allocate_tensors()
+        except (ValueError, RuntimeError) as err:
+            raise prepare_error(f"source model {os.fspath(model_path)}", err) from None
         for t, x in zip(plan.inputs, inputs, strict=True):
             ref.set_tensor(t.tensor, x)
         ref.invoke()
