@@ -9,6 +9,7 @@ from edgepart.cost.hardware import hardware_from_profile
 from edgepart.cost.model import CostModel
 from edgepart.cost.roofline_table import RooflineTable, roofline_table
 from edgepart.cost.table import LatencyTable, load_table
+from edgepart.cost.table_use import check_tables_used
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.ir.graph import Model
 from edgepart.ir.shapes import apply_input_shapes
@@ -74,6 +75,9 @@ def roofline(
         tables = LatencyTable()
         for t in latency_tables:
             tables = tables.merge(t if isinstance(t, LatencyTable) else load_table(t))
+    check_tables_used(
+        tables, [(p.name, p.kind) for p in prof.processors], dict(table_for or {}), prof.name
+    )
     cm = CostModel(hardware_from_profile(prof), tables, table_for=dict(table_for or {}))
     # each processor is costed on the ops its delegate can run (builtin CPU kernels take the
     # rest on CPU processors), as the partitioner sees it

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -21,6 +22,7 @@ from edgepart.cli._args import (
 )
 from edgepart.cli._phone_text import finish, print_profile
 from edgepart.errors import UsageError
+from edgepart.timefmt import format_seconds
 
 __all__ = ["register"]
 
@@ -154,15 +156,23 @@ def _report(res: Any, args: argparse.Namespace) -> None:
         f"{len(pt.entries)} table entries, {len(res.fused)} fused groups, "
         f"{len(failed)} failed, {res.elapsed_s:.1f} s"
     )
-    print(f"invoke overhead {res.overhead.median_s * 1e6:.2f} us")
+    print(f"invoke overhead {format_seconds(res.overhead.median_s)}")
     if res.model_stats is not None:
         m = res.model_stats
-        err = (res.predicted_s / m.median_s - 1) * 100 if m.median_s > 0 else float("nan")
-        print(
-            f"whole model: measured median {m.median_s * 1e3:.3f} ms (p10 "
-            f"{m.p10_s * 1e3:.3f}, p90 {m.p90_s * 1e3:.3f}); table sum + overhead "
-            f"{res.predicted_s * 1e3:.3f} ms ({err:+.1f}%)"
+        measured = (
+            f"whole model: measured median {format_seconds(m.median_s)} (p10 "
+            f"{format_seconds(m.p10_s)}, p90 {format_seconds(m.p90_s)}); "
         )
+        if not math.isfinite(res.predicted_s):
+            print(
+                measured + f"no table prediction: {len(failed)} unit(s) could not be timed "
+                "(see the lines above)"
+            )
+        else:
+            err = (res.predicted_s / m.median_s - 1) * 100 if m.median_s > 0 else float("nan")
+            print(
+                measured + f"table sum + overhead {format_seconds(res.predicted_s)} ({err:+.1f}%)"
+            )
     if args.output:
         print(f"wrote {args.output}")
 

@@ -30,6 +30,24 @@ def _rate(ops_per_s: float) -> str:
 _MAX_TYPES = 12  # op types with their own colour; the rest share "other"
 
 
+def plot_points(
+    gc: GraphCosts, p: int, lo: float, supported: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ops, x, y)``: the ops drawn on processor ``p``'s panel, their intensity and attained
+    FLOP/s. Every op the processor runs with a latency and bytes is drawn; ops without FLOPs
+    sit at ``x = lo`` (the left edge), at the height their attained bandwidth reaches there."""
+    work = gc.work
+    lat = gc.latency[:, p]
+    ok = (work.bytes > 0) & ~work.folded & (lat > 0) & np.isfinite(lat)
+    if supported is not None:
+        ok &= supported[:, p]
+    moves = work.flops <= 0
+    ops = np.flatnonzero(ok)
+    x = np.where(moves[ops], lo, work.intensity[ops])
+    y = np.where(moves[ops], work.bytes[ops] * lo, work.flops[ops]) / lat[ops]
+    return ops, x, y
+
+
 def roofline_png(
     gc: GraphCosts,
     path: str | os.PathLike[str],
@@ -74,7 +92,6 @@ def roofline_png(
         max(ridges, default=1) * 3,
         100.0,
     )
-    x_of = np.where(moves, lo, oi)
     xs = np.logspace(np.log10(lo), np.log10(hi), 200)
     for p, proc in enumerate(hw.processors):
         ax = axes[0, p]
@@ -90,29 +107,21 @@ def roofline_png(
             )
             roofs.append(line)
         lat = gc.latency[:, p]
-        ok = has & (lat > 0) & np.isfinite(lat)
-        if supported is not None:
-            ok &= supported[:, p]
-        # a data-movement op sits where its attained bandwidth meets the left edge
-        perf = np.where(
-            ok,
-            np.where(moves, work.bytes * lo, work.flops) / np.where(ok, lat, 1.0),
-            0.0,
-        )
-        share = lat[ok] / max(float(lat[ok].sum()), 1e-30)
+        ops, xs_p, ys_p = plot_points(gc, p, lo, supported)
+        share = lat[ops] / max(float(lat[ops].sum()), 1e-30)
         sizes = 12 + 400 * share
-        kinds_p = names[ok]
+        kinds_p = names[ops]
         for kind in [*top, "other"]:
             sel = np.isin(kinds_p, top, invert=True) if kind == "other" else kinds_p == kind
             if not sel.any():
                 continue
-            for marker, part in (("o", ~moves[ok]), ("v", moves[ok])):
+            for marker, part in (("o", ~moves[ops]), ("v", moves[ops])):
                 pick = sel & part
                 if not pick.any():
                     continue
                 ax.scatter(
-                    x_of[ok][pick],
-                    perf[ok][pick],
+                    xs_p[pick],
+                    ys_p[pick],
                     s=sizes[pick],
                     alpha=0.7,
                     marker=marker,

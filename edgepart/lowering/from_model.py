@@ -34,6 +34,7 @@ import numpy as np
 from edgepart.cost.hardware import hardware_from_profile
 from edgepart.cost.model import CostModel, GraphCosts
 from edgepart.cost.table import LatencyTable
+from edgepart.cost.table_use import check_tables_used
 from edgepart.devices.delegate import load_delegate
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.errors import PlacementInfeasibleError, ProfileError, UsageError
@@ -157,6 +158,10 @@ def model_costgraph(
     sg = model.subgraphs[subgraph]
     if sg.num_ops == 0:
         raise UsageError(f"subgraph {subgraph} has no ops: nothing to partition")
+    if cost_model is None:
+        check_tables_used(
+            tables, [(p.name, p.kind) for p in prof.processors], dict(table_for or {}), prof.name
+        )
     cm = cost_model or CostModel(hardware_from_profile(prof), tables, table_for=table_for)
     gc = cm.costs(sg, model)
     if tuple(gc.processors) != tuple(p.name for p in prof.processors):

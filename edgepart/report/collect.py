@@ -26,6 +26,7 @@ import numpy as np
 from edgepart.ir import analysis
 from edgepart.report.measured import MeasuredSchedule
 from edgepart.report.plan_view import PlanView
+from edgepart.timefmt import format_seconds
 
 __all__ = ["DOC_VERSION", "PALETTE", "report_document"]
 
@@ -334,7 +335,7 @@ def _default_schedule(view: PlanView, units: Sequence[str]) -> dict[str, Any]:
         "bars": bars,
         "notes": [
             "TFLite runs the delegate partitions one after another: "
-            f"{ev.serial_latency_s * 1e3:.3f} ms serially"
+            f"{format_seconds(ev.serial_latency_s)} serially"
         ],
     }
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgepart.cost.table_use import check_tables_used
 from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
 from edgepart.ir.shapes import apply_input_shapes
@@ -67,11 +68,11 @@ def _cost_model(profile: Any, tables: Sequence[str], table_for: Mapping[str, str
     from edgepart.cost.model import CostModel
     from edgepart.cost.table import tables_from
 
-    return CostModel(
-        hardware_from_profile(profile),
-        tables_from(list(tables)) if tables else None,
-        table_for=dict(table_for),
+    merged = tables_from(list(tables)) if tables else None
+    check_tables_used(
+        merged, [(p.name, p.kind) for p in profile.processors], dict(table_for), profile.name
     )
+    return CostModel(hardware_from_profile(profile), merged, table_for=dict(table_for))
 
 
 def view_of_bundle(

@@ -21,6 +21,7 @@ import numpy as np
 from edgepart.bundle.format import Bundle, Plan
 from edgepart.devices.host_executors import HOST_EXECUTORS
 from edgepart.errors import UsageError
+from edgepart.ir.input_ranges import integer_input_ranges
 from edgepart.runtime import details as _details
 from edgepart.runtime.dispatch import Concurrent, Serial
 from edgepart.runtime.executors import (
@@ -34,6 +35,7 @@ from edgepart.runtime.executors import (
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
 from edgepart.runtime.signature import PartitionedSignatureRunner
+from edgepart.tflite.reader import read_model_bytes
 
 __all__ = ["HostFallbackWarning", "PartitionedInterpreter"]
 
@@ -151,6 +153,7 @@ class PartitionedInterpreter:
         self._steps: list[Any] = []
         self._streaming = False
         self._unused_inputs: dict[int, np.ndarray] = {}  # model inputs no partition reads
+        self._ranges: dict[int, tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ LiteRT API
     def allocate_tensors(self) -> None:
@@ -321,6 +324,26 @@ class PartitionedInterpreter:
             yield from Pipeline(self, depth).run(inputs)
         finally:
             self._streaming = False
+
+    def input_ranges(self) -> dict[int, tuple[int, int]]:
+        """Model input tensor -> the ``(lo, hi)`` its values must stay in, for the inputs the
+        partitions read as indices (a ``GATHER``'s token ids must index its table): what
+        random inputs are drawn from."""
+        if self._ranges is None:
+            found: dict[int, tuple[int, int]] = {}
+            by_part: dict[int, dict[int, tuple[int, int]]] = {}
+            for t, targets in self._routes.input_targets.items():
+                for k, local in targets:
+                    if k not in by_part:
+                        entry = self._plan.partitions[k]
+                        piece = read_model_bytes(self._bundle.partition_bytes[entry.id])
+                        by_part[k] = integer_input_ranges(piece.main)
+                    r = by_part[k].get(local)
+                    if r is not None:
+                        lo, hi = found.get(t, r)
+                        found[t] = (max(lo, r[0]), min(hi, r[1]))
+            self._ranges = found
+        return dict(self._ranges)
 
     def close(self) -> None:
         """Stop worker threads; the interpreter must not be used afterwards."""

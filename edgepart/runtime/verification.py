@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from edgepart.runtime.interpreter import PartitionedInterpreter
 
 __all__ = [
+    "DEFAULT_RTOL",
     "BenchReport",
     "OutputDiff",
     "benchmark_bundle",
+    "failed_outputs",
     "open_source_model",
     "random_inputs",
     "resolve_inputs",
@@ -34,8 +36,14 @@ __all__ = [
 ]
 
 
-def random_value(dtype: Any, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
-    """Seeded random data: floats ~ N(0, 1), integers in [-100, 100] clipped to the type."""
+def random_value(
+    dtype: Any,
+    shape: Sequence[int],
+    rng: np.random.Generator,
+    bounds: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """Seeded random data: floats ~ N(0, 1), integers in [-100, 100] clipped to the type, or
+    in ``bounds`` (inclusive) where the model reads the input as indices."""
     dt = np.dtype(dtype)
     shape = [int(d) for d in shape]
     if np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.complexfloating):
@@ -43,13 +51,22 @@ def random_value(dtype: Any, shape: Sequence[int], rng: np.random.Generator) -> 
     if dt == np.bool_:
         return rng.integers(0, 2, shape).astype(bool)
     info = np.iinfo(dt)
-    return rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dt)
+    lo, hi = max(info.min, -100), min(info.max, 100)
+    if bounds is not None:
+        lo, hi = max(info.min, bounds[0]), min(info.max, bounds[1])
+    return rng.integers(lo, hi, shape, endpoint=True).astype(dt)
 
 
-def random_inputs(details: Sequence[Mapping[str, Any]], seed: int = 0) -> list[np.ndarray]:
-    """One random array per input detail, in order."""
+def random_inputs(
+    details: Sequence[Mapping[str, Any]],
+    seed: int = 0,
+    bounds: Mapping[int, tuple[int, int]] | None = None,
+) -> list[np.ndarray]:
+    """One random array per input detail, in order; ``bounds`` (by detail ``index``) keeps
+    integer inputs in the ranges the model accepts."""
     rng = np.random.default_rng(seed)
-    return [random_value(d["dtype"], d["shape"], rng) for d in details]
+    bounds = bounds or {}
+    return [random_value(d["dtype"], d["shape"], rng, bounds.get(int(d["index"]))) for d in details]
 
 
 def resolve_inputs(
@@ -89,7 +106,7 @@ def resolve_inputs(
                     f"--input {spec!r}: expected NAME=FILE.npy with NAME one of {names}"
                 )
             values[keys[name]] = _load_npy(name, file)
-    fill = random_inputs(details, seed) if random else None
+    fill = random_inputs(details, seed, interp.input_ranges()) if random else None
     missing = [t.name for t, v in zip(interp.plan.inputs, values, strict=True) if v is None]
     if missing and fill is None:
         raise UsageError(
@@ -132,6 +149,26 @@ def open_source_model(interp: PartitionedInterpreter, model: str | None) -> Path
     return p
 
 
+DEFAULT_RTOL = 1e-4
+"""Default scale-relative tolerance of a verification (float kernels that sum in another order
+differ around 1e-6; an integer output that differs at all fails unless an ``atol`` allows it)."""
+
+
+def failed_outputs(
+    diffs: Sequence[OutputDiff], *, atol: float | None = None, rtol: float = DEFAULT_RTOL
+) -> list[str]:
+    """Names of the outputs that fail verification: with ``atol``, a larger absolute
+    difference; else a larger ``max_rel`` than ``rtol`` (integer outputs must be identical)."""
+    bad = []
+    for d in diffs:
+        if d.identical:
+            continue
+        ok = d.max_abs <= atol if atol is not None else (d.max_rel <= rtol and not d.integer)
+        if not ok:
+            bad.append(d.name)
+    return bad
+
+
 @dataclass(frozen=True)
 class OutputDiff:
     """How a partitioned output differs from the source model's."""
@@ -140,6 +177,7 @@ class OutputDiff:
     max_abs: float
     max_rel: float
     identical: bool
+    integer: bool = False
 
 
 def verify_outputs(
@@ -197,6 +235,7 @@ def verify_outputs(
                 diff,
                 diff / scale if scale else diff,
                 bool(np.array_equal(g, want, equal_nan=True)),
+                np.asarray(want).dtype.kind in "biu",
             )
         )
     return out
