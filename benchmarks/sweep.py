@@ -133,46 +133,74 @@ def steps(
     *,
     subset: int | None = None,
 ) -> list[Step]:
-    """The commands of one model. ``subset`` (the model's position) picks one profile (in
-    rotation) and one objective instead of the full product."""
+    """The commands of one model: the full product, or with ``subset`` (the model's position
+    in the list) the CI subset: ``partition`` under one profile (rotating through the profiles)
+    with one objective (alternating) and ``run --verify`` of that bundle, plus two of the other
+    six commands (rotating), so that every model, profile and command appears."""
     m, sh = str(path), _shape_args(shapes)
-    out = [Step(name, "inspect", None, ["inspect", m, *sh])]
-    chosen = list(profiles) if subset is None else [profiles[subset % len(profiles)]]
-    for p in chosen:
-        out.append(Step(name, "inspect --profile", p, ["inspect", m, "--profile", p, *sh]))
-        out.append(Step(name, "roofline", p, ["roofline", m, "--profile", p, *sh]))
-        objectives = ("latency", "throughput")
-        if subset is not None:
-            objectives = (objectives[subset % 2],)
-        for obj in objectives:
-            b = str(work / name / f"{p}-{obj}")
-            label = "partition" if obj == "latency" else "partition --objective throughput"
-            argv = ["partition", m, "--profile", p, "--objective", obj, "-o", b, *sh]
-            out.append(Step(name, label, p, argv, makes=b))
-            if obj == "latency" or subset is not None:
-                out.append(
-                    Step(
-                        name,
-                        "plan-memory (bundle)",
-                        p,
-                        ["plan-memory", b, "--strategy", "tflite"],
-                        needs=b,
-                    )
+
+    def profile_profile(p: str) -> list[Step]:
+        return [
+            Step(name, "inspect --profile", p, ["inspect", m, "--profile", p, *sh]),
+            Step(name, "roofline", p, ["roofline", m, "--profile", p, *sh]),
+        ]
+
+    def bundle(p: str, obj: str, memory: bool) -> list[Step]:
+        b = str(work / name / f"{p}-{obj}")
+        label = "partition" if obj == "latency" else "partition --objective throughput"
+        argv = ["partition", m, "--profile", p, "--objective", obj, "-o", b, *sh]
+        out = [Step(name, label, p, argv, makes=b)]
+        if memory:
+            out.append(
+                Step(
+                    name,
+                    "plan-memory (bundle)",
+                    p,
+                    ["plan-memory", b, "--strategy", "tflite"],
+                    needs=b,
                 )
-            out.append(Step(name, "run --verify", p, ["run", b, "--random", "--verify"], needs=b))
-    out.append(
-        Step(name, "plan-memory (model)", None, ["plan-memory", m, "--strategy", "tflite", *sh])
-    )
-    if subset is None or subset % 3 == 0:
-        t = str(work / name / "table.json")
-        out.append(
-            Step(
-                name,
-                "profile",
-                None,
-                ["profile", m, "--no-progress", "--budget", "0.002", "--no-fusion", "-o", t, *sh],
             )
-        )
+        out.append(Step(name, "run --verify", p, ["run", b, "--random", "--verify"], needs=b))
+        return out
+
+    model_memory = Step(
+        name, "plan-memory (model)", None, ["plan-memory", m, "--strategy", "tflite", *sh]
+    )
+    table = str(work / name / "table.json")
+    profile = Step(
+        name,
+        "profile",
+        None,
+        ["profile", m, "--no-progress", "--budget", "0.002", "--no-fusion", "-o", table, *sh],
+    )
+    inspect = Step(name, "inspect", None, ["inspect", m, *sh])
+    if subset is None:
+        out = [inspect]
+        for p in profiles:
+            out += profile_profile(p)
+            out += bundle(p, "latency", True)
+            out += bundle(p, "throughput", False)
+        return [*out, model_memory, profile]
+    p = profiles[subset % len(profiles)]
+    obj = ("latency", "throughput")[subset % 2]
+    picks = {
+        (
+            "inspect",
+            "inspect --profile",
+            "roofline",
+            "plan-memory (model)",
+            "plan-memory (bundle)",
+            "profile",
+        )[(2 * subset + j) % 6]
+        for j in (0, 1)
+    }
+    out = [inspect] if "inspect" in picks else []
+    out += [s for s in profile_profile(p) if s.command in picks]
+    out += bundle(p, obj, "plan-memory (bundle)" in picks)
+    if "plan-memory (model)" in picks:
+        out.append(model_memory)
+    if "profile" in picks:
+        out.append(profile)
     return out
 
 
