@@ -267,7 +267,8 @@ class PartitionedInterpreter:
         if want != [int(x) for x in tensor_size]:
             raise _details.TensorValueError(
                 f"cannot resize input {input_index} to {list(tensor_size)}: partition shapes "
-                f"are fixed when the bundle is written (shape {want}); re-partition instead"
+                f"are fixed when the bundle is written (shape {want}); partition the model "
+                "again with --input-shape (input_shapes= in the API) for this size"
             )
 
     def reset_all_variables(self) -> None:
