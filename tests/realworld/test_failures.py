@@ -163,6 +163,23 @@ def test_run_on_a_bundle_with_mediapipe_custom_ops_is_one_line(
     assert "Landmarks2TransformMatrix" in line
 
 
+def test_run_on_a_bundle_at_sizes_the_model_cannot_run_is_one_line(
+    real_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """A bundle of the melspectrogram front end at its stored [1, 1] (written without the
+    partitioner's shape check): LiteRT's XNNPACK cannot reshape it; that was a traceback."""
+    from edgepart.bundle import PartitionSpec, write_bundle
+
+    src = real_models["oww_melspectrogram"]
+    out = tmp_path / "b"
+    n = edgepart.read_model(src).main.num_ops
+    write_bundle(out, src, [PartitionSpec(range(n))])
+    with pytest.raises(BundleError, match="LiteRT cannot prepare it"):
+        quiet(edgepart.run_bundle, out, random=True)
+    line = one_line_error(cli("run", str(out), "--random", "--verify"))
+    assert "--input-shape" in line
+
+
 @pytest.mark.parametrize(
     "command",
     [
