@@ -112,6 +112,8 @@ def test_computed_shapes_are_profiled_at_their_run_time_size(
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert ", 0 failed," in proc.stdout
+    # it printed "inf ms (+inf%)" and exited 0
+    assert not re.search(r"\binf\b|\bnan\b", proc.stdout + out.read_text()), proc.stdout
     table = load_table(out)
     assert table.processors  # a valid latency table
 
@@ -119,6 +121,7 @@ def test_computed_shapes_are_profiled_at_their_run_time_size(
 # ---------------------------------------------------------------- 3: one-line errors
 
 
+# a sparse fp16 model (DENSIFY) and the audio model (RFFT2D, computed shapes)
 @pytest.mark.parametrize("name", ["mp_pose_detection", "star_trek_activation_phrase"])
 def test_profile_o_writes_a_valid_table(
     real_models: dict[str, Path], tmp_path: Path, name: str
@@ -135,7 +138,9 @@ def test_profile_o_writes_a_valid_table(
         str(out),
     )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    doc = json.loads(out.read_text())
+    text = out.read_text()
+    assert not re.search(r"\b(-?Infinity|NaN)\b", text)  # strict JSON
+    doc = json.loads(text)
     assert doc["processors"]
 
 
@@ -190,14 +195,29 @@ def test_run_on_a_bundle_at_sizes_the_model_cannot_run_is_one_line(
     ],
     ids=["partition", "roofline", "profile", "plan-memory"],
 )
+@pytest.mark.parametrize("below", ["{f}", "{f}/deeper"], ids=["child", "grandchild"])
 def test_an_output_below_a_file_is_one_line(
-    corpus: dict[str, Path], tmp_path: Path, command: list[str]
+    corpus: dict[str, Path], tmp_path: Path, command: list[str], below: str
+) -> None:
+    """``-o`` under a file was NotADirectoryError (one level down) or FileExistsError (a
+    missing folder between the file and the output)."""
+    f = tmp_path / "a_file"
+    f.write_text("keep me")
+    args = [a.replace("{f}", below).format(m=corpus["mobilenet_v2"], f=f) for a in command]
+    line = one_line_error(cli(*args))
+    assert "is a file, not a directory" in line and str(f) in line
+    assert f.read_text() == "keep me"
+
+
+def test_a_bundle_onto_an_existing_file_is_one_line(
+    corpus: dict[str, Path], tmp_path: Path
 ) -> None:
     f = tmp_path / "a_file"
     f.write_text("keep me")
-    args = [a.format(m=corpus["mobilenet_v2"], f=f) for a in command]
-    line = one_line_error(cli(*args))
-    assert "is a file, not a directory" in line
+    line = one_line_error(
+        cli("partition", str(corpus["cond"]), "--profile", "pixel8", "-o", str(f))
+    )
+    assert "not an edgepart bundle" in line and "choose a new output" in line
     assert f.read_text() == "keep me"
 
 
@@ -360,6 +380,23 @@ def test_roofline_draws_the_slowest_op(real_models: dict[str, Path]) -> None:
         ops, x, y = plot_points(gc, p, 1e-3, r.supported)
         assert slowest in ops.tolist()
         assert np.all(np.isfinite(x)) and np.all(y > 0)
+
+
+def test_roofline_costs_a_processor_only_on_the_ops_it_runs(corpus: dict[str, Path]) -> None:
+    """A float model on the Coral board: the Edge TPU refuses every op, so it has no
+    whole-model time (it printed one, costing ops it cannot run)."""
+    r = quiet(edgepart.roofline, corpus["mobilenet_v2"], "coral_devboard")
+    n = len(r.rows)
+    assert r.totals["edgetpu"]["latency_s"] is None and r.totals["edgetpu"]["ops"] == 0
+    assert all(not row["procs"]["edgetpu"]["supported"] for row in r.rows)
+    assert all(row["procs"]["edgetpu"]["time_s"] is None for row in r.rows)
+    assert r.totals["cpu"]["ops"] == n and r.totals["cpu"]["latency_s"] > 0
+    text = r.format_text()
+    assert f"edgetpu: runs none of the {n} ops" in text
+    assert not re.search(r"edgetpu: whole model", text)
+    # nothing of the TPU is drawn either
+    ops, _, _ = plot_points(r.costs, r.processors.index("edgetpu"), 1e-3, r.supported)
+    assert len(ops) == 0
 
 
 def test_benchmark_prints_measurements_and_predictions_apart(
