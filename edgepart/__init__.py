@@ -83,8 +83,10 @@ if TYPE_CHECKING:
     from edgepart.bundle.load import load_bundle
     from edgepart.convert import ConversionResult, convert_model
     from edgepart.devices.host_executors import EXECUTOR_NAMES
+    from edgepart.ir.shapes import InputShapeNote, parse_input_shape
     from edgepart.progress import Progress
     from edgepart.report import ReportResult, build_report, write_report
+    from edgepart.runtime.verification import DEFAULT_RTOL, failed_outputs
 
 _LAZY = {
     "read_model": "edgepart.api.models",
@@ -118,9 +120,14 @@ _LAZY = {
     "write_report": "edgepart.report",
     "ReportResult": "edgepart.report",
     "Progress": "edgepart.progress",
+    "InputShapeNote": "edgepart.ir.shapes",
+    "parse_input_shape": "edgepart.ir.shapes",
+    "failed_outputs": "edgepart.runtime.verification",
+    "DEFAULT_RTOL": "edgepart.runtime.verification",
 }
 
 __all__ = [
+    "DEFAULT_RTOL",
     "EXECUTOR_NAMES",
     "AdbError",
     "AdbServerError",
@@ -137,6 +144,7 @@ __all__ = [
     "DeviceNotFoundError",
     "DeviceUnauthorizedError",
     "EdgepartError",
+    "InputShapeNote",
     "LatencyTableError",
     "ModelFormatError",
     "OutputError",
@@ -163,10 +171,12 @@ __all__ = [
     "convert_model",
     "delegate_names",
     "device_names",
+    "failed_outputs",
     "inspect_model",
     "load_bundle",
     "load_delegate",
     "load_device",
+    "parse_input_shape",
     "place",
     "place_graph",
     "plan_memory",

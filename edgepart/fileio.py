@@ -25,6 +25,10 @@ SIGKILL at any instant (not power loss; ``docs/security.md``):
 * a target that is a FIFO or character device (``--json /dev/stdout``) is written directly;
   one that is a directory, socket or block device is refused; write errors (a full disk)
   become one-line :class:`~edgepart.errors.OutputError` and leave the old target in place.
+
+Modes: temporaries are private while being built (``mkstemp`` 0600, ``mkdtemp`` 0700); what
+is renamed into place gets the mode an ordinary ``open``/``mkdir`` would give under the
+process umask (0644/0755 with the usual 022).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ __all__ = [
     "read_npy",
     "read_regular",
     "sha256_regular",
+    "umask",
 ]
 
 MiB = 1 << 20
@@ -77,6 +82,7 @@ class Terminated(BaseException):
 def file_kind(mode: int) -> str:
     """What a non-regular file is, for messages (``a FIFO``, ``a directory``, ...)."""
     for test, name in (
+        (stat.S_ISREG, "a regular file"),
         (stat.S_ISDIR, "a directory"),
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
         (stat.S_ISCHR, "a character device"),
@@ -291,6 +297,33 @@ def _too_large(path: str, size: int, limit: int, what: str) -> str:
 # ---------------------------------------------------------------------- output: files
 
 
+def umask() -> int:
+    """The process umask (read without changing it where ``/proc`` tells it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)  # no way to read it without setting it: put it straight back
+    os.umask(old)
+    return old
+
+
+def _make_parent(path: Path) -> None:
+    """Create ``path``'s parent directories (umask modes); a one-line error if impossible."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        blocker = next((p for p in [path.parent, *path.parent.parents] if p.is_file()), None)
+        if blocker is None:
+            raise _output_error(path, err) from None
+        raise OutputError(
+            f"cannot write {path}: {blocker} is a file, not a directory; choose another output path"
+        ) from None
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
     """Write ``data`` to ``path`` so that readers see either the old file or the whole new one."""
     atomic_write_chunks(path, (data,))
@@ -322,8 +355,8 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[Any]) -> 
             f"{path}: is {file_kind(st.st_mode)}; give a file path to write (or a FIFO or "
             "character device such as /dev/stdout)"
         )
+    _make_parent(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale(path)
     except OSError as err:
         raise _output_error(path, err) from None
@@ -342,6 +375,7 @@ def _write_file(path: Path, chunks: Iterable[Any]) -> None:
                 f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
+            os.fchmod(f.fileno(), 0o666 & ~umask())
         os.replace(tmp, path)
     except BaseException as exc:
         with _signals_blocked(), contextlib.suppress(FileNotFoundError):
@@ -419,8 +453,8 @@ def atomic_dir(
     path = Path(path)
     if path.is_symlink() and path.is_dir():
         path = path.resolve()
+    _make_parent(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale(path)
     except OSError as err:
         raise _output_error(path, err) from None
@@ -437,6 +471,7 @@ def _replace_dir(
     except OSError as err:
         raise _output_error(path, err) from None
     try:
+        os.chmod(tmp, 0o777 & ~umask())
         yield tmp
         existed = _check_target(path, overwrite, check)
         if existed:
@@ -462,8 +497,8 @@ def _check_target(path: Path, overwrite: bool, check: Callable[[Path], None] | N
         return False
     if not stat.S_ISDIR(st.st_mode):
         raise OutputError(
-            f"{path}: exists and is {file_kind(st.st_mode)}, not a directory; refusing to "
-            "replace it (choose another output directory)"
+            f"{path}: exists and is {file_kind(st.st_mode)}, not a directory (not an edgepart "
+            "bundle); refusing to replace it (choose a new output directory)"
         )
     if not overwrite:
         raise OutputError(f"{path}: exists; refusing to replace it")

@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+# this checkout's edgepart (the one under test), whatever else is installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from edgepart.bundle import PartitionSpec, load_bundle, write_bundle
 from edgepart.bundle.format import Plan
 from edgepart.errors import BundleError, UsageError
@@ -45,6 +48,17 @@ from edgepart.tflite.reader import read_model
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "examples" / "models"
+
+# Real-model corpus models (tools/real_models.py), partitioned by edgepart as a user would:
+# (name, device profile, input sizes). A three-way split of fp16 weights over cpu/gpu/npu, an
+# IF body with an empty shape constant, a streaming model with resource variables and
+# CALL_ONCE, and an audio front end with a [-1, -1] input given a size.
+REAL = (
+    ("mp_pose_landmark_full", "pixel8", {}),
+    ("oww_hey_jarvis", "pixel8", {}),
+    ("mww_okay_nabu", "x86_host", {}),
+    ("oww_melspectrogram", "pixel8", {"input": [1, 1760]}),
+)
 
 
 def branchy(branches: int = 3, width: int = 32, depth: int = 2) -> Model:
@@ -143,6 +157,25 @@ def make_bundles(root: Path) -> dict[str, Path]:
         profile="pixel8",
     )
     out["branchy_nosig"] = None
+    out.update(real_bundles(root))
+    return out
+
+
+def real_bundles(root: Path) -> dict[str, Path]:
+    """Bundles of real-model corpus models, placed by the partitioner (``edgepart.compile``)."""
+    import edgepart
+
+    sys.path.insert(0, str(REPO / "tools"))
+    import real_models
+
+    out: dict[str, Path] = {}
+    for name, profile, shapes in REAL:
+        src = real_models.ensure(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = edgepart.compile(src, profile, input_shapes=shapes or None)
+        compiled.save(root / f"real_{name}")
+        out[f"real_{name}"] = src
     return out
 
 
@@ -229,6 +262,9 @@ def trace(name: str, bundle_dir: Path, source: Path | None, out: Path) -> dict[s
     doc: dict[str, Any] = {"tensors": sorted(tensors), "original": None}
     if source is not None:
         it = Interpreter(model_path=str(source))
+        for t in plan.inputs:  # the sizes the bundle was built for (a dynamic input's)
+            if t.shape_signature is not None and -1 in t.shape_signature:
+                it.resize_tensor_input(t.tensor, list(t.shape))
         it.allocate_tensors()
         for d, v in zip(it.get_input_details(), inputs, strict=True):
             it.set_tensor(d["index"], v)

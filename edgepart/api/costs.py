@@ -9,8 +9,11 @@ from edgepart.cost.hardware import hardware_from_profile
 from edgepart.cost.model import CostModel
 from edgepart.cost.roofline_table import RooflineTable, roofline_table
 from edgepart.cost.table import LatencyTable, load_table
+from edgepart.cost.table_use import check_tables_used
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.ir.graph import Model
+from edgepart.ir.shapes import apply_input_shapes
+from edgepart.lowering.processor_support import processor_support
 from edgepart.tflite.reader import read_model
 
 __all__ = ["RooflineTable", "roofline"]
@@ -22,12 +25,15 @@ def roofline(
     *,
     latency_tables: Sequence[str | os.PathLike[str] | LatencyTable] = (),
     table_for: Mapping[str, str] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> RooflineTable:
     """Cost every op of the model's main subgraph on each processor of ``device``.
 
     Time per op is ``max(FLOPs / peak for the op's dtype, bytes / bandwidth)`` plus the
     processor's dispatch overhead when the op runs alone; measured latency tables replace the
-    roofline where they cover an op.
+    roofline where they cover an op. A processor is costed only on the ops its delegate can
+    run (a CPU on every op its builtin kernels run); compiled accelerator programs without a
+    measured entry are ``unknown``.
 
     Parameters
     ----------
@@ -39,6 +45,9 @@ def roofline(
         Measured latency tables (paths or loaded), merged in order.
     table_for
         Back profile processor ``PROC`` with latency-table processor ``TABLEPROC``.
+    input_shapes
+        Input name -> the shape it runs at (see :func:`edgepart.claims`); ops are costed at
+        the resolved shapes.
 
     Returns
     -------
@@ -59,12 +68,18 @@ def roofline(
     >>> r.rows[0]["name"], r.rows[0]["procs"]["gpu"]["bound"]
     ('CONV_2D', 'memory')
     """
-    m = model if isinstance(model, Model) else read_model(model)
+    m = apply_input_shapes(model if isinstance(model, Model) else read_model(model), input_shapes)
     prof = device if isinstance(device, DeviceProfile) else load_profile(device)
     tables = None
     if latency_tables:
         tables = LatencyTable()
         for t in latency_tables:
             tables = tables.merge(t if isinstance(t, LatencyTable) else load_table(t))
+    check_tables_used(
+        tables, [(p.name, p.kind) for p in prof.processors], dict(table_for or {}), prof.name
+    )
     cm = CostModel(hardware_from_profile(prof), tables, table_for=dict(table_for or {}))
-    return roofline_table(cm.costs(m.main, m), prof.name)
+    # each processor is costed on the ops its delegate can run (builtin CPU kernels take the
+    # rest on CPU processors), as the partitioner sees it
+    support = processor_support(m.main, prof).supported
+    return roofline_table(cm.costs(m.main, m), prof.name, support)

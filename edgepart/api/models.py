@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +11,10 @@ from edgepart.claim.explain import claim_report, format_claim_report
 from edgepart.devices.delegate import DelegateSpec
 from edgepart.devices.profile import DeviceProfile
 from edgepart.ir.graph import Model
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.ir.summary import describe_ops, format_ops, format_summary, summarize
 from edgepart.tflite import reader
+from edgepart.tflite.edgetpu import EDGETPU_OP, decode_edgetpu_program
 
 __all__ = ["Claims", "ModelInspection", "claims", "inspect_model", "read_model"]
 
@@ -83,6 +85,7 @@ def claims(
     *,
     delegates: Sequence[DelegateSpec | str | os.PathLike[str]] = (),
     subgraph: int = 0,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Claims:
     """Which ops each delegate takes, the partitions TFLite creates and why ops are refused.
 
@@ -102,6 +105,11 @@ def claims(
         every shipped delegate is analysed alone.
     subgraph
         The subgraph to analyse.
+    input_shapes
+        Input name -> the shape it runs at (LiteRT's ``resize_tensor_input``; only ``-1``
+        dimensions of the shape signature may change). Shapes propagate through the graph and
+        delegates claim at the resolved shapes. Dynamic inputs not given run at their stored
+        size, and an :class:`~edgepart.ir.shapes.InputShapeNote` warning says so.
 
     Returns
     -------
@@ -113,7 +121,8 @@ def claims(
     ProfileError
         An unknown or invalid profile or delegate.
     UsageError
-        The subgraph does not exist, or a delegate is the CPU fallback.
+        The subgraph does not exist, a delegate is the CPU fallback, or an input shape does
+        not fit the model.
 
     Examples
     --------
@@ -124,7 +133,7 @@ def claims(
     >>> c.delegates["gpu"]["num_taken"]
     65
     """
-    m = _model(model)
+    m = _model(model, input_shapes)
     prof = device if isinstance(device, DeviceProfile) or device is None else os.fspath(device)
     specs = [d if isinstance(d, DelegateSpec) else os.fspath(d) for d in delegates]
     return Claims(claim_report(m, profile=prof, delegates=specs, subgraph=subgraph))
@@ -164,6 +173,7 @@ def inspect_model(
     ops: bool = False,
     device: DeviceProfile | str | os.PathLike[str] | None = None,
     delegates: Sequence[DelegateSpec | str | os.PathLike[str]] = (),
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ModelInspection:
     """Summarize a model (subgraphs, op histogram, dtypes, parameter and activation bytes,
     custom ops, control flow, signatures); with ``device`` or ``delegates``, add the
@@ -175,8 +185,9 @@ def inspect_model(
         A read model or a ``.tflite`` path.
     ops
         Also list every op with its inputs and outputs.
-    device, delegates
-        As for :func:`claims`.
+    device, delegates, input_shapes
+        As for :func:`claims`; the summary's shapes and activation bytes are those at the
+        resolved shapes.
 
     Returns
     -------
@@ -199,12 +210,43 @@ def inspect_model(
     >>> print(info.report().splitlines()[2])
     subgraphs    1 (65 ops in all)
     """
-    m = _model(model)
+    m = model if isinstance(model, Model) else reader.read_model(model)
+    # a summary shows the file even when its default sizes do not run (the note says why)
+    m = apply_input_shapes(m, input_shapes, lenient=not input_shapes)
     found = None
     if device is not None or delegates:
         found = claims(m, device, delegates=delegates)
-    return ModelInspection(summarize(m), describe_ops(m) if ops else None, found)
+    summary = summarize(m)
+    _add_programs(m, summary)
+    return ModelInspection(summary, describe_ops(m) if ops else None, found)
 
 
-def _model(model: Model | str | os.PathLike[str]) -> Model:
-    return model if isinstance(model, Model) else reader.read_model(model)
+def _add_programs(m: Model, summary: dict[str, Any]) -> None:
+    """What the compiled Edge TPU programs of the model say about themselves."""
+    for g, sg in zip(summary["subgraphs"], m.subgraphs, strict=True):
+        progs = []
+        for i in range(sg.num_ops):
+            if sg.op_name(i) != EDGETPU_OP:
+                continue
+            p = decode_edgetpu_program(sg.op_custom_options[i] or b"")
+            progs.append(
+                {
+                    "op": i,
+                    "bytes": p.total_bytes,
+                    "parameter_bytes": p.parameter_bytes,
+                    "estimated_cycles": p.estimated_cycles,
+                    "compiler_version": p.compiler_version,
+                    "description": p.describe(),
+                }
+            )
+        if progs:
+            g["programs"] = progs
+
+
+def _model(
+    model: Model | str | os.PathLike[str],
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> Model:
+    """The model read and its shapes resolved (at ``input_shapes``)."""
+    m = model if isinstance(model, Model) else reader.read_model(model)
+    return apply_input_shapes(m, input_shapes)

@@ -48,6 +48,7 @@ def place(
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
     progress: ProgressCallback | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ModelPlan:
     """Decide where each op of the model's main subgraph runs on ``device`` (nothing written).
 
@@ -82,6 +83,10 @@ def place(
         ``progress(done, total, label)`` while ``method="exact"`` searches (milliseconds of
         the time limit; the label gives the nodes searched and the best so far), e.g. an
         :class:`edgepart.Progress` bar.
+    input_shapes
+        Input name -> the shape it runs at (LiteRT's ``resize_tensor_input``: only ``-1``
+        dimensions can change). Claims, costs and memory use the propagated shapes; dynamic
+        inputs not given run at their stored size and an ``InputShapeNote`` warning says so.
 
     Returns
     -------
@@ -111,7 +116,13 @@ def place(
         method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method, progress
     )
     return partition_model(
-        model, device, method, opts, latency_tables=latency_tables, table_for=table_for
+        model,
+        device,
+        method,
+        opts,
+        latency_tables=latency_tables,
+        table_for=table_for,
+        input_shapes=input_shapes,
     )
 
 
@@ -130,6 +141,7 @@ def compile(
     edge_cut_method: str = "interval",
     arena: bool = True,
     progress: ProgressCallback | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> CompiledModel:
     """Place the model on ``device`` (see :func:`place`) and apply the placement: a bundle in
     memory, inspected before :meth:`~edgepart.deploy.compile.CompiledModel.save` writes it.
@@ -144,8 +156,9 @@ def compile(
     Parameters
     ----------
     model, device, latency_tables, table_for, objective, method, seed, effort, time_limit, \
-edge_cut_k, edge_cut_method, progress
-        As for :func:`place`.
+edge_cut_k, edge_cut_method, progress, input_shapes
+        As for :func:`place`; the bundle records the input shapes (``plan.json``) and its
+        partition files carry the resolved shapes.
     arena
         Plan the memory across partitions (``arena.json``); false leaves it out.
 
@@ -184,6 +197,7 @@ edge_cut_k, edge_cut_method, progress
         latency_tables=latency_tables,
         table_for=table_for,
         arena=arena,
+        input_shapes=input_shapes,
     )
 
 

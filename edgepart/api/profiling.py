@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from edgepart.bundle.parts import MODEL_LIMIT
 from edgepart.devices.host_executors import MAX_THREADS
 from edgepart.errors import ModelFormatError, UsageError
 from edgepart.fileio import read_regular
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.isolate import run_isolated
 from edgepart.profiling.host import STATISTICS, ProfileConfig, ProfileResult, profile_model
 from edgepart.profiling.timing import TimingConfig
@@ -33,6 +34,7 @@ def profile_host(
     fusion: bool = True,
     output: str | os.PathLike[str] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ProfileResult:
     """Time every op (and group of ops the executor fuses into one kernel) of a model on this
     host with the LiteRT interpreter, and the whole model, into a latency table.
@@ -62,6 +64,10 @@ def profile_host(
         Write the latency table here (``docs/latency_tables.md``).
     progress
         Called as ``progress(done, total, label)`` as work proceeds.
+    input_shapes
+        Input name -> the shape it runs at (see :func:`edgepart.claims`): every op is timed
+        at the propagated shapes, shapes computed in the model included, as is the whole
+        model (written with those shapes).
 
     Returns
     -------
@@ -111,7 +117,10 @@ def profile_host(
         fusion=fusion,
     )
     res: ProfileResult = run_isolated(
-        _profile_file, (path, cfg), what=f"profile {path}", progress=progress
+        _profile_file,
+        (path, cfg, None if input_shapes is None else dict(input_shapes)),
+        what=f"profile {path}",
+        progress=progress,
     )
     if output is not None:
         res.table.save(output)
@@ -119,10 +128,20 @@ def profile_host(
 
 
 def _profile_file(
-    path: str, cfg: ProfileConfig, progress: Callable[[int, int, str], None] | None = None
+    path: str,
+    cfg: ProfileConfig,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> ProfileResult:
     """:func:`profile_model` of a file (what :func:`profile_host` runs in its child process)."""
-    m = read_model(path)
-    # the whole-model timing loads the file's own bytes
-    content = read_regular(path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError)
+    raw = read_model(path)
+    m = apply_input_shapes(raw, input_shapes)
+    content = None  # a model whose sizes changed is timed as written with them
+    if all(
+        a.tensor_shape is b.tensor_shape for a, b in zip(m.subgraphs, raw.subgraphs, strict=True)
+    ):
+        # the whole-model timing loads the file's own bytes
+        content = read_regular(
+            path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError
+        )
     return profile_model(m, cfg, model_bytes=content, name=path, progress=progress)

@@ -157,6 +157,16 @@ class Plan:
     predicted: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def input_shapes(self) -> dict[str, tuple[int, ...]]:
+        """``{tensor index: shape}`` of the inputs with a dynamic (-1) dimension: the sizes the
+        bundle was built for (``--input-shape``), to resize the source model to."""
+        return {
+            str(t.tensor): t.shape
+            for t in self.inputs
+            if t.shape_signature is not None and -1 in t.shape_signature
+        }
+
     def partition(self, pid: str) -> PartitionEntry:
         for p in self.partitions:
             if p.id == pid:

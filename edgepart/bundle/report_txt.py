@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from edgepart.bundle.plan_graph import PlanGraph, tensor_nbytes
+from edgepart.timefmt import format_seconds
 
 if TYPE_CHECKING:
     from edgepart.bundle.format import Arena, Plan
@@ -13,7 +14,7 @@ __all__ = ["format_report"]
 
 
 def _ms(v: Any) -> str:
-    return "-" if v is None else f"{float(v) * 1e3:.3f} ms"
+    return "-" if v is None else format_seconds(float(v))
 
 
 def format_report(plan: Plan, arena: Arena | None = None) -> str:

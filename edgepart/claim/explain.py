@@ -173,6 +173,10 @@ def _scenario(
     }
 
 
+# The start of LiteRT's message when a static-shape delegate meets a graph with dynamic tensors.
+_WHOLE_GRAPH = "Attempting to use a delegate that only supports static-sized tensors"
+
+
 def format_claim_report(report: dict[str, Any]) -> str:
     """Render :func:`claim_report`'s result as text."""
     lines = []
@@ -195,10 +199,13 @@ def format_claim_report(report: dict[str, Any]) -> str:
                 f"  DELEGATE node {p['node']}: {len(p['ops'])} ops ({_ranges(p['ops'])}); "
                 f"inputs {runtime} + {len(consts)} constants -> outputs {p['outputs']}"
             )
+        whole = [u for u in d.get("unsupported_log", ()) if u.startswith(_WHOLE_GRAPH)]
+        for u in whole:  # ModifyGraphWithDelegate refused the delegate on the whole graph
+            lines.append(f"  refused the whole graph: {u}")
         if d["supported_not_taken"]:
+            why = "the whole-graph refusal" if whole else "the partition policy"
             lines.append(
-                f"  supported but left on the CPU by the partition policy: "
-                f"ops {_ranges(d['supported_not_taken'])}"
+                f"  supported but left on the CPU by {why}: ops {_ranges(d['supported_not_taken'])}"
             )
         for reason, ops in d["refused"].items():
             lines.append(f"  refused {reason}  (ops {_ranges(ops)})")

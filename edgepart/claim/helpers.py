@@ -315,6 +315,9 @@ def dynamic_tensor(sg: Subgraph) -> int | None:
     produces data-dependent shapes). RESHAPE whose output shape is fully known from the model is
     kept static, as the kernel does.
     """
+    info = sg.shape_info
+    if info is not None:  # shape propagation mirrored LiteRT's prepare exactly
+        return info.dynamic_tensor  # type: ignore[no-any-return]
     const = sg.tensor_is_constant
     cand = np.flatnonzero(_ops_named(sg, tuple(SHAPE_INPUTS)))
     for op in cand.tolist():

@@ -17,8 +17,11 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any, TextIO
 
+import edgepart
 from edgepart.devices.search_path import using_search_path
 from edgepart.errors import EdgepartError
 from edgepart.fileio import Terminated
@@ -48,10 +51,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line each: ``edgepart: note: ...`` for notes, else ``warning``."""
+    label = "note" if issubclass(category, edgepart.InputShapeNote) else "warning"
+    print(f"edgepart: {label}: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    shown: Any = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         with using_search_path(args.search_path):
             status = args.func(args)
@@ -79,4 +97,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{err.filename}: " if err.filename else ""
         print(f"edgepart: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = shown
     return int(status or 0)

@@ -9,7 +9,13 @@ from typing import Any
 import edgepart
 from edgepart.errors import UsageError
 
-__all__ = ["adb_options", "add_adb_arguments", "key_values"]
+__all__ = [
+    "adb_options",
+    "add_adb_arguments",
+    "add_input_shape_argument",
+    "input_shapes",
+    "key_values",
+]
 
 
 def key_values(items: Sequence[str], flag: str, form: str) -> dict[str, str]:
@@ -22,6 +28,24 @@ def key_values(items: Sequence[str], flag: str, form: str) -> dict[str, str]:
             raise UsageError(f"{flag} {item!r}: expected {form}")
         out[name] = value
     return out
+
+
+def add_input_shape_argument(p: argparse.ArgumentParser) -> None:
+    """``--input-shape NAME=D0,D1,...`` (repeatable): the size a dynamic input runs at."""
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="run input NAME (signature name, tensor name or index) at this shape, as "
+        "resize_tensor_input does: only -1 dimensions of its shape signature can change; "
+        "shapes computed in the model follow (repeatable; default: the stored shape)",
+    )
+
+
+def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """``{NAME: shape}`` from the ``--input-shape`` options (later repeats win)."""
+    return dict(edgepart.parse_input_shape(s) for s in getattr(args, "input_shape", None) or [])
 
 
 def _delegate_help() -> str:

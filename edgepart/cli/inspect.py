@@ -7,6 +7,7 @@ from typing import Any
 
 import edgepart
 from edgepart import jsondoc as _json
+from edgepart.cli._args import add_input_shape_argument, input_shapes
 
 __all__ = ["register"]
 
@@ -28,12 +29,17 @@ def register(sub: Any) -> None:
         default=[],
         help="delegate name or YAML path; repeat to apply several in order",
     )
+    add_input_shape_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     info = edgepart.inspect_model(
-        args.model, ops=args.ops, device=args.profile or None, delegates=args.delegate
+        args.model,
+        ops=args.ops,
+        device=args.profile or None,
+        delegates=args.delegate,
+        input_shapes=input_shapes(args),
     )
     if args.json:
         print(_json.text(info.to_dict(), indent=2, default=str))

@@ -15,7 +15,7 @@ import argparse
 from typing import Any
 
 import edgepart
-from edgepart.cli._args import key_values
+from edgepart.cli._args import add_input_shape_argument, input_shapes, key_values
 from edgepart.errors import UsageError
 
 __all__ = ["register"]
@@ -81,6 +81,7 @@ def register(subparsers: Any) -> None:
         metavar="OUT",
         help="MODEL: the bundle directory to write; --graph: the plan JSON file",
     )
+    add_input_shape_argument(p)
     p.set_defaults(func=handler)
 
 
@@ -117,6 +118,8 @@ def _graph(args: argparse.Namespace, solve: dict[str, Any]) -> int:
         raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
     if args.latency_table or args.table_for:
         raise UsageError("--latency-table/--table-for go with MODEL; a cost graph has its costs")
+    if args.input_shape:
+        raise UsageError("--input-shape goes with MODEL; a cost graph has no tensors to resize")
     with _exact_bar() as bar:
         placed = edgepart.place_graph(args.graph, progress=bar, **solve)
     if args.output:
@@ -137,6 +140,7 @@ def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
     costs = {
         "latency_tables": args.latency_table,
         "table_for": key_values(args.table_for, "--table-for", "PROC=TABLEPROC"),
+        "input_shapes": input_shapes(args),
     }
     if args.output:
         with _exact_bar() as bar:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import edgepart
+from edgepart.cli._args import add_input_shape_argument, input_shapes
 from edgepart.errors import UsageError
 
 __all__ = ["register"]
@@ -80,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="(.tflite input) write a copy carrying TFLite Micro's OfflineMemoryAllocation "
         "metadata for subgraph 0 (planned without in-place sharing, 16-byte alignment)",
     )
+    add_input_shape_argument(p)
     p.set_defaults(func=handler)
 
 
@@ -101,6 +103,7 @@ def handler(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         node_limit=args.node_limit,
         alignment=args.alignment,
+        input_shapes=input_shapes(args),
     )
     sys.stdout.write(plans.report())
     if args.output is not None:

@@ -8,13 +8,20 @@ on Android phones (:func:`edgepart.profile_phone`, ``benchmark_model``; options 
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 import edgepart
 from edgepart import jsondoc as _json
-from edgepart.cli._args import adb_options, add_adb_arguments
+from edgepart.cli._args import (
+    adb_options,
+    add_adb_arguments,
+    add_input_shape_argument,
+    input_shapes,
+)
 from edgepart.cli._phone_text import finish, print_profile
 from edgepart.errors import UsageError
+from edgepart.timefmt import format_seconds
 
 __all__ = ["register"]
 
@@ -69,6 +76,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="print the N slowest units (default 15; 0 = none)",
     )
+    add_input_shape_argument(p)
     add_adb_arguments(p, profile=True)  # the --adb branch: benchmark_model on phones
     p.set_defaults(func=handler)
 
@@ -79,6 +87,11 @@ def handler(args: argparse.Namespace) -> int:
     if args.budget <= 0:
         raise UsageError(f"--budget {args.budget}: need a positive number of seconds")
     if args.adb:
+        if args.input_shape:
+            raise UsageError(
+                "--input-shape applies to host profiling; benchmark_model on a "
+                "phone runs the model at its stored shapes"
+            )
         return _adb(args)
     with _bar(args, "op") as bar:
         res = edgepart.profile_host(
@@ -91,6 +104,7 @@ def handler(args: argparse.Namespace) -> int:
             fusion=not args.no_fusion,
             output=args.output,
             progress=bar,
+            input_shapes=input_shapes(args),
         )
     _report(res, args)
     return 0
@@ -139,15 +153,23 @@ def _report(res: Any, args: argparse.Namespace) -> None:
         f"{len(pt.entries)} table entries, {len(res.fused)} fused groups, "
         f"{len(failed)} failed, {res.elapsed_s:.1f} s"
     )
-    print(f"invoke overhead {res.overhead.median_s * 1e6:.2f} us")
+    print(f"invoke overhead {format_seconds(res.overhead.median_s)}")
     if res.model_stats is not None:
         m = res.model_stats
-        err = (res.predicted_s / m.median_s - 1) * 100 if m.median_s > 0 else float("nan")
-        print(
-            f"whole model: measured median {m.median_s * 1e3:.3f} ms (p10 "
-            f"{m.p10_s * 1e3:.3f}, p90 {m.p90_s * 1e3:.3f}); table sum + overhead "
-            f"{res.predicted_s * 1e3:.3f} ms ({err:+.1f}%)"
+        measured = (
+            f"whole model: measured median {format_seconds(m.median_s)} (p10 "
+            f"{format_seconds(m.p10_s)}, p90 {format_seconds(m.p90_s)}); "
         )
+        if not math.isfinite(res.predicted_s):
+            print(
+                measured + f"no table prediction: {len(failed)} unit(s) could not be timed "
+                "(see the lines above)"
+            )
+        else:
+            err = (res.predicted_s / m.median_s - 1) * 100 if m.median_s > 0 else float("nan")
+            print(
+                measured + f"table sum + overhead {format_seconds(res.predicted_s)} ({err:+.1f}%)"
+            )
     if args.output:
         print(f"wrote {args.output}")
 

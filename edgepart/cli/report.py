@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 import edgepart
-from edgepart.cli._args import key_values
+from edgepart.cli._args import add_input_shape_argument, input_shapes, key_values
 
 __all__ = ["register"]
 
@@ -68,6 +68,7 @@ def register(subparsers: Any) -> None:
         help="also write Model Explorer node-data overlays (processor, partition, TFLite "
         "default, predicted and measured latency per op) into DIR",
     )
+    add_input_shape_argument(p)
     p.set_defaults(func=handler)
 
 
@@ -83,6 +84,7 @@ def handler(args: argparse.Namespace) -> int:
         latency_tables=args.latency_table,
         table_for=mapping,
         objective=args.objective,
+        input_shapes=input_shapes(args),
     )
     meta = res.document["meta"]
     print(

@@ -8,7 +8,7 @@ from typing import Any
 
 import edgepart
 from edgepart import jsondoc as _json
-from edgepart.cli._args import key_values
+from edgepart.cli._args import add_input_shape_argument, input_shapes, key_values
 
 __all__ = ["register"]
 
@@ -48,12 +48,19 @@ def register(subparsers: Any) -> None:
         help="show only the N slowest ops (by the first processor)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_input_shape_argument(p)
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     table_for = key_values(args.map, "--map", "PROC=TABLEPROC")
-    r = edgepart.roofline(args.model, args.profile, latency_tables=args.table, table_for=table_for)
+    r = edgepart.roofline(
+        args.model,
+        args.profile,
+        latency_tables=args.table,
+        table_for=table_for,
+        input_shapes=input_shapes(args),
+    )
     if args.output:
         title = f"{os.path.basename(args.model)} on {r.device} (1 invocation per processor)"
         r.plot(args.output, title)

@@ -12,6 +12,7 @@ from edgepart import jsondoc as _json
 from edgepart.cli._args import key_values
 from edgepart.errors import UsageError
 from edgepart.fileio import atomic_write_text
+from edgepart.timefmt import format_seconds
 
 __all__ = ["register"]
 
@@ -48,7 +49,16 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--model", help="source .tflite for --verify (default: the manifest's path)")
     p.add_argument(
-        "--atol", type=float, help="with --verify: exit with status 1 if any output differs by more"
+        "--atol",
+        type=float,
+        help="with --verify: an output passes if no element differs by more than this",
+    )
+    p.add_argument(
+        "--rtol",
+        type=float,
+        help="with --verify: an output passes if its largest difference over its largest "
+        "magnitude is at most this (default 1e-4; integer outputs must then be identical); a "
+        "failed verification exits with status 1",
     )
     p.add_argument("--benchmark", action="store_true", help="measure latency (median, p90)")
     p.add_argument(
@@ -135,14 +145,18 @@ def run(args: argparse.Namespace) -> int:
                 f"verify {d.name}: max abs diff {d.max_abs:.3g}, max rel diff "
                 f"{d.max_rel:.3g} ({same}) against {result.source.name}"
             )
-        worst = result.max_abs_diff()
-        if args.atol is not None and worst is not None and worst > args.atol:
+        rtol = edgepart.DEFAULT_RTOL if args.rtol is None else args.rtol
+        bad = edgepart.failed_outputs(result.diffs, atol=args.atol, rtol=rtol)
+        if bad:
             status = 1
+            limit = f"--atol {args.atol:g}" if args.atol is not None else f"--rtol {rtol:g}"
             print(
-                f"edgepart: verify failed: a difference exceeds --atol {args.atol}", file=sys.stderr
+                f"edgepart: verify failed: {', '.join(bad)} differ(s) from the source model "
+                f"beyond {limit}",
+                file=sys.stderr,
             )
     if result.benchmark is not None:
-        _print_bench(result.benchmark)
+        _print_bench(result)
     if args.json:
         atomic_write_text(args.json, _json.text(result.to_dict(), default=str) + "\n")
     return status
@@ -154,29 +168,46 @@ def _stat(y: Any, how: str) -> str:
     return f"{getattr(y, how)():.6g}"
 
 
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v * 1e3:.3f} ms"
-
-
-def _print_bench(b: Any) -> None:
+def _print_bench(result: Any) -> None:
+    """Measured timings, then the plan's predictions, apart: the measurements are of this
+    machine (and of the host fallback where a processor's delegate is absent); the predictions
+    are the cost model's for the plan's device."""
+    b = result.benchmark
     lat = b.latency
+    fell = [c for c in result.executors if c.fallback]
     print(
-        f"latency: median {_ms(lat.median_s)}, p90 {_ms(lat.p90_s)} over {lat.n} runs; "
-        f"predicted {_ms(b.predicted_latency_s)}"
+        f"measured on this machine: latency median {format_seconds(lat.median_s)}, "
+        f"p90 {format_seconds(lat.p90_s)} over {lat.n} runs"
     )
-    for pid, s in b.partitions.items():
+    for pid, st in b.partitions.items():
         print(
-            f"  {pid:<8} alone: median {_ms(s.median_s)}, p90 {_ms(s.p90_s)}; predicted "
-            f"{_ms(b.predicted_partitions.get(pid))}"
+            f"  {pid:<8} alone: median {format_seconds(st.median_s)}, "
+            f"p90 {format_seconds(st.p90_s)}"
         )
     if b.stream_items:
         tp = b.throughput_per_s
         print(
-            f"stream: {b.stream_items} inputs in {b.stream_seconds:.3f} s = {tp:.1f}/s, "
-            f"period {_ms(1 / tp)}; predicted period {_ms(b.predicted_period_s)}"
+            f"  stream: {b.stream_items} inputs in {format_seconds(b.stream_seconds)} = "
+            f"{tp:.1f}/s, period {format_seconds(1 / tp)}"
+        )
+    profile = result.plan.device_profile or "the plan's device"
+    if fell:
+        names = ", ".join(f"{c.partition} ({c.requested})" for c in fell)
+        print(
+            f"  {len(fell)} partition(s) ran on the host fallback, not on their processor: "
+            f"{names}; these times say nothing about those processors"
         )
     if b.predicted_latency_s is None:
         print(
-            "(the plan carries no predictions: bundles written without the partitioner's "
-            "estimates show '-')"
+            "predicted: none (the plan carries no predictions: bundles written without the "
+            "partitioner's estimates)"
         )
+        return
+    print(
+        f"predicted by the cost model for {profile} (a model of that device, not a measurement; "
+        "not comparable with the times above unless the profile describes this machine): "
+        f"latency {format_seconds(b.predicted_latency_s)}, period "
+        f"{format_seconds(b.predicted_period_s)}"
+    )
+    for pid in b.partitions:
+        print(f"  {pid:<8} {format_seconds(b.predicted_partitions.get(pid))}")

@@ -9,14 +9,14 @@ import numpy as np
 from edgepart.cost import fusion
 from edgepart.cost.context import ROLE
 from edgepart.cost.signature import OpSig, group_key, group_signature
-from edgepart.cost.table import INTERPOLATED, MEASURED, ROOFLINE, ProcessorTable
+from edgepart.cost.table import INTERPOLATED, MEASURED, ROOFLINE, UNKNOWN, ProcessorTable
 from edgepart.cost.units import state_groups
 from edgepart.cost.work import OpWork
 from edgepart.ir.graph import Subgraph
 
 __all__ = ["SOURCES", "SRC", "apply_context", "fill_from_table", "table_groups"]
 
-SOURCES = (MEASURED, INTERPOLATED, ROOFLINE)
+SOURCES = (MEASURED, INTERPOLATED, ROOFLINE, UNKNOWN)
 SRC = {s: i for i, s in enumerate(SOURCES)}
 
 

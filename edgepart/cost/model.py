@@ -39,12 +39,14 @@ from edgepart.cost._table_costs import SOURCES, SRC, apply_context, fill_from_ta
 from edgepart.cost.context import predecessors
 from edgepart.cost.delegate_nodes import ControlEdges, count_nodes, metadata_edges
 from edgepart.cost.hardware import Hardware
+from edgepart.cost.programs import compiled_programs
 from edgepart.cost.roofline import Roofline, roofline
 from edgepart.cost.signature import op_signatures
 from edgepart.cost.table import (
     INTERPOLATED,
     MEASURED,
     ROOFLINE,
+    UNKNOWN,
     Estimate,
     LatencyTable,
     load_table,
@@ -124,6 +126,12 @@ class GraphCosts:
         self.roofline: Roofline = roofline(self.work, hw)
         lat = self.roofline.time_s.copy()
         src = np.full(lat.shape, _SRC[ROOFLINE], dtype=np.int8)
+        # a compiled accelerator program (an Edge TPU executable) has no roofline: its work is
+        # not in the graph; only a measured table entry gives its time (filled in below)
+        self.unknown_why: dict[int, str] = compiled_programs(sg)
+        for op in self.unknown_why:
+            lat[op, :] = 0.0
+            src[op, :] = _SRC[UNKNOWN]
         self._groups: list[list[tuple[tuple[int, ...], str]]] = [[] for _ in self.processors]
         self._gid = np.full((sg.num_ops, len(self.processors)), -1, dtype=np.int64)
         # ops the table says run inside a delegate, and what one delegate partition costs
@@ -283,4 +291,7 @@ class GraphCosts:
         """How many ops' latencies on ``proc`` come from each source."""
         p = self.proc_index(proc)
         counts = np.bincount(self.source[:, p], minlength=len(SOURCES))
-        return {s: int(c) for s, c in zip(SOURCES, counts, strict=True)}
+        out = {s: int(c) for s, c in zip(SOURCES, counts, strict=True)}
+        if not out[UNKNOWN]:  # only compiled programs are unknown: listed when present
+            del out[UNKNOWN]
+        return out

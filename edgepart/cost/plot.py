@@ -31,8 +31,37 @@ def _rate(ops_per_s: float) -> str:
 _MAX_TYPES = 12  # op types with their own colour; the rest share "other"
 
 
-def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") -> None:
-    """Write the roofline plot of a costed subgraph to ``path`` (atomically)."""
+def plot_points(
+    gc: GraphCosts, p: int, lo: float, supported: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ops, x, y)``: the ops drawn on processor ``p``'s panel, their intensity and attained
+    FLOP/s. Every op the processor runs with a latency and bytes is drawn; ops without FLOPs
+    sit at ``x = lo`` (the left edge), at the height their attained bandwidth reaches there."""
+    work = gc.work
+    lat = gc.latency[:, p]
+    ok = (work.bytes > 0) & ~work.folded & (lat > 0) & np.isfinite(lat)
+    if supported is not None:
+        ok &= supported[:, p]
+    moves = work.flops <= 0
+    ops = np.flatnonzero(ok)
+    x = np.where(moves[ops], lo, work.intensity[ops])
+    y = np.where(moves[ops], work.bytes[ops] * lo, work.flops[ops]) / lat[ops]
+    return ops, x, y
+
+
+def roofline_png(
+    gc: GraphCosts,
+    path: str | os.PathLike[str],
+    title: str = "",
+    supported: np.ndarray | None = None,
+) -> None:
+    """Write the roofline plot of a costed subgraph to ``path`` (atomically).
+
+    Each processor's panel shows the ops it can run (``supported``, ``[ops, processors]``).
+    Ops without FLOPs (pads, concatenations: pure data movement) have no intensity on a log
+    axis; they are drawn as triangles at the panel's left edge, at the height their attained
+    bandwidth reaches there, so the slowest op is never missing.
+    """
     import matplotlib  # heavy (~0.5 s to import): loaded only when a plot is drawn
 
     matplotlib.use("Agg")
@@ -42,7 +71,8 @@ def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") 
     sg = gc.sg
     work = gc.work
     names = np.array([sg.op_name(i) for i in range(sg.num_ops)])
-    has = (work.flops > 0) & (work.bytes > 0) & ~work.folded
+    has = (work.bytes > 0) & ~work.folded
+    moves = has & (work.flops <= 0)  # data movement only: drawn at the left edge
     kinds, counts = np.unique(names[has], return_counts=True)
     top = [k for _, k in sorted(zip(-counts, kinds.tolist(), strict=True))][:_MAX_TYPES]
     cmap = plt.get_cmap("tab20")
@@ -51,11 +81,16 @@ def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") 
     width = 6.2 * n + 2.4  # room on the right for the op-type legend
     fig, axes = plt.subplots(1, n, figsize=(width, 5.2), squeeze=False)
     oi = work.intensity
-    lo = max(float(oi[has].min()) / 3 if has.any() else 0.01, 1e-3)
+    flopping = has & ~moves
+    lo = max(float(oi[flopping].min()) / 3 if flopping.any() else 0.01, 1e-3)
     ridges = [
         pk / p.bandwidth for p in hw.processors for pk in p.peak_ops.values() if p.bandwidth > 0
     ]
-    hi = max(float(oi[has].max()) * 3 if has.any() else 100.0, max(ridges, default=1) * 3, 100.0)
+    hi = max(
+        float(oi[flopping].max()) * 3 if flopping.any() else 100.0,
+        max(ridges, default=1) * 3,
+        100.0,
+    )
     xs = np.logspace(np.log10(lo), np.log10(hi), 200)
     for p, proc in enumerate(hw.processors):
         ax = axes[0, p]
@@ -71,29 +106,37 @@ def roofline_png(gc: GraphCosts, path: str | os.PathLike[str], title: str = "") 
             )
             roofs.append(line)
         lat = gc.latency[:, p]
-        ok = has & (lat > 0) & np.isfinite(lat)
-        perf = np.where(ok, work.flops / np.where(ok, lat, 1.0), 0.0)
-        share = lat[ok] / max(float(lat[ok].sum()), 1e-30)
+        ops, xs_p, ys_p = plot_points(gc, p, lo, supported)
+        share = lat[ops] / max(float(lat[ops].sum()), 1e-30)
         sizes = 12 + 400 * share
-        kinds_p = names[ok]
+        kinds_p = names[ops]
         for kind in [*top, "other"]:
             sel = np.isin(kinds_p, top, invert=True) if kind == "other" else kinds_p == kind
             if not sel.any():
                 continue
-            ax.scatter(
-                oi[ok][sel],
-                perf[ok][sel],
-                s=sizes[sel],
-                alpha=0.7,
-                color=colour.get(kind, "lightgrey"),
-                edgecolors="none",
-                label=kind,
-            )
+            for marker, part in (("o", ~moves[ops]), ("v", moves[ops])):
+                pick = sel & part
+                if not pick.any():
+                    continue
+                ax.scatter(
+                    xs_p[pick],
+                    ys_p[pick],
+                    s=sizes[pick],
+                    alpha=0.7,
+                    marker=marker,
+                    color=colour.get(kind, "lightgrey"),
+                    edgecolors="none",
+                    label=kind,
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         counts_src = gc.source_counts(p)
         src = ", ".join(f"{v} {k}" for k, v in counts_src.items() if v)
+        if supported is not None and not supported[:, p].all():
+            src += f"; runs {int(supported[:, p].sum())} of {sg.num_ops} ops"
+        if moves.any():
+            src += "; \u25bc no FLOPs, at the left edge"
         ax.set_title(
             f"{proc.name} ({proc.kind}, {proc.bandwidth / 1e9:.1f} GB/s)\n{src}", fontsize=10
         )

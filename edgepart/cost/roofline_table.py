@@ -7,9 +7,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from edgepart.cost.model import GraphCosts
 from edgepart.cost.plot import roofline_png
 from edgepart.cost.work import dtype_name
+from edgepart.timefmt import format_seconds
 
 __all__ = ["RooflineTable", "roofline_table"]
 
@@ -17,9 +20,10 @@ __all__ = ["RooflineTable", "roofline_table"]
 @dataclass(frozen=True, eq=False)
 class RooflineTable:
     """Per-op rows (``op``, ``name``, ``dtype``, ``flops``, ``bytes``, ``intensity``,
-    ``known``, and per processor ``time_s``, ``alone_s``, ``roofline_s``, ``bound``,
-    ``source``) and per-processor totals (``latency_s`` of the whole model as one invocation,
-    ``sources``, ``invoke_overhead_s``)."""
+    ``known``, and per processor ``supported``, ``time_s``, ``alone_s``, ``roofline_s``,
+    ``bound``, ``source``; the times are None where the processor cannot run the op) and
+    per-processor totals (``ops`` it can run, ``latency_s`` of those ops as one invocation or
+    None when it runs none, ``sources``, ``invoke_overhead_s``)."""
 
     device: str
     costs: GraphCosts
@@ -41,38 +45,61 @@ class RooflineTable:
         shown = self.rows
         if top:
             first = self.processors[0]
-            shown = sorted(self.rows, key=lambda r: -r["procs"][first]["time_s"])[:top]
+            shown = sorted(self.rows, key=lambda r: -(r["procs"][first]["time_s"] or 0.0))[:top]
         lines = _table(shown, self.processors)
         lines.append("")
+        n = len(self.rows)
         for p, t in self.totals.items():
             src = ", ".join(f"{v} {k}" for k, v in t["sources"].items() if v)
-            lines.append(
-                f"{p}: whole model {t['latency_s'] * 1e3:.3f} ms as one invocation "
-                f"(overhead {t['invoke_overhead_s'] * 1e6:.1f} us; {src})"
+            if t["latency_s"] is None:
+                lines.append(f"{p}: runs none of the {n} ops (its delegate refuses them all)")
+                continue
+            what = "whole model" if t["ops"] == n else f"the {t['ops']} of {n} ops it can run"
+            text = (
+                f"{p}: {what} {format_seconds(t['latency_s'])} as one invocation "
+                f"(overhead {format_seconds(t['invoke_overhead_s'])}; {src})"
             )
+            if t["sources"].get("unknown"):
+                text += "; ops of unknown cost count as 0"
+            lines.append(text)
         return "\n".join(lines)
 
     def plot(self, path: str | os.PathLike[str], title: str = "") -> None:
         """Write the roofline plot (PNG) of every op on every processor."""
-        roofline_png(self.costs, path, title)
+        roofline_png(self.costs, path, title, self.supported)
+
+    @property
+    def supported(self) -> np.ndarray:
+        """``[ops, processors]``: the processor can run the op."""
+        return np.array(
+            [[r["procs"][p]["supported"] for p in self.processors] for r in self.rows],
+            dtype=bool,
+        ).reshape(len(self.rows), len(self.processors))
 
 
-def roofline_table(gc: GraphCosts, device: str) -> RooflineTable:
-    """The rows and totals of ``gc`` (costs of a subgraph on ``device``)."""
+def roofline_table(
+    gc: GraphCosts, device: str, supported: np.ndarray | None = None
+) -> RooflineTable:
+    """The rows and totals of ``gc`` (costs of a subgraph on ``device``); ``supported``
+    (``[ops, processors]``) leaves the ops a processor cannot run out of its column."""
     w = gc.work
     rf = gc.roofline
     bound = rf.compute_bound
+    n = gc.sg.num_ops
+    sup = np.ones((n, len(gc.processors)), dtype=bool) if supported is None else supported
     rows = []
-    for i in range(gc.sg.num_ops):
+    for i in range(n):
         procs = {}
         for p, name in enumerate(gc.processors):
             ovh = gc.invoke_overhead(p).seconds
+            ok = bool(sup[i, p])
             procs[name] = {
-                "time_s": float(gc.latency[i, p]),
-                "alone_s": float(gc.latency[i, p]) + ovh,
-                "roofline_s": float(rf.time_s[i, p]),
-                "bound": "compute" if bound[i, p] else "memory",
-                "source": gc.op_latency(i, p).source,
+                "supported": ok,
+                "time_s": float(gc.latency[i, p]) if ok else None,
+                "alone_s": float(gc.latency[i, p]) + ovh if ok else None,
+                "roofline_s": float(rf.time_s[i, p]) if ok else None,
+                "bound": ("compute" if bound[i, p] else "memory") if ok else None,
+                "source": gc.op_latency(i, p).source if ok else None,
             }
         rows.append(
             {
@@ -86,14 +113,19 @@ def roofline_table(gc: GraphCosts, device: str) -> RooflineTable:
                 "procs": procs,
             }
         )
-    totals: dict[str, dict[str, Any]] = {
-        p: {
-            "latency_s": gc.partition_latency(range(gc.sg.num_ops), p).seconds,
-            "sources": gc.source_counts(p),
+    totals: dict[str, dict[str, Any]] = {}
+    for p, name in enumerate(gc.processors):
+        ops = [int(i) for i in np.flatnonzero(sup[:, p])]
+        counts = {k: 0 for k in gc.source_counts(p)}
+        for i in ops:
+            src = gc.op_latency(i, p).source
+            counts[src] = counts.get(src, 0) + 1
+        totals[name] = {
+            "ops": len(ops),
+            "latency_s": gc.partition_latency(ops, p).seconds if ops else None,
+            "sources": counts,
             "invoke_overhead_s": gc.invoke_overhead(p).seconds,
         }
-        for p in gc.processors
-    }
     return RooflineTable(device, gc, rows, totals)
 
 
@@ -110,6 +142,9 @@ def _table(rows: list[dict[str, Any]], procs: tuple[str, ...]) -> list[str]:
         )
         for p in procs:
             c = r["procs"][p]
+            if not c["supported"]:
+                line += f" | {'':>10} {'-':>9} {'-':>9} {'refused':<7} {'':<5}"
+                continue
             line += (
                 f" | {'':>10} {c['time_s'] * 1e6:>9.2f} {c['alone_s'] * 1e6:>9.2f} "
                 f"{c['bound']:<7} {c['source'][:5]:<5}"
@@ -117,4 +152,8 @@ def _table(rows: list[dict[str, Any]], procs: tuple[str, ...]) -> list[str]:
         lines.append(line)
     if any(not r["known"] for r in rows):
         lines.append("? = no exact work rule for this op: conservative byte-based estimate")
+    if any(not c["supported"] for r in rows for c in r["procs"].values()):
+        lines.append("refused = the processor's delegate cannot run the op (not costed there)")
+    if any(c["source"] == "unknown" for r in rows for c in r["procs"].values()):
+        lines.append("unkno = no estimate (a compiled program without a measured table entry)")
     return lines

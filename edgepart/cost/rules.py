@@ -18,6 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
+from edgepart.ir import analysis
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Subgraph
 from edgepart.schema import opnames
@@ -120,15 +121,13 @@ class Ctx:
     # ---------------------------------------------------------------- derived masks
     @cached_property
     def folded(self) -> np.ndarray:
-        """Ops LiteRT evaluates once at preparation: DEQUANTIZE/DENSIFY of a constant."""
+        """Ops LiteRT evaluates once at preparation: DEQUANTIZE/DENSIFY of a constant, and
+        chains of them (a sparse fp16 weight is DENSIFY then DEQUANTIZE of the result)."""
         codes = self.sg.op_builtin
         cand = np.isin(codes, [opnames.builtin_code(c) for c in _CONST_FOLDED])
-        ops = np.flatnonzero(cand)
-        res = np.zeros(self.sg.num_ops, dtype=bool)
-        if len(ops):
-            t = self.inp(ops, 0)
-            res[ops] = (t >= 0) & self.sg.tensor_is_constant[np.maximum(t, 0)]
-        return res
+        if not cand.any():
+            return np.zeros(self.sg.num_ops, dtype=bool)
+        return analysis.constant_producers(self.sg)
 
     @cached_property
     def weight_like(self) -> np.ndarray:

@@ -51,6 +51,9 @@ FORMAT = "edgepart-latency-table"
 VERSION = 1
 
 MEASURED, INTERPOLATED, ROOFLINE = "measured", "interpolated", "roofline"
+UNKNOWN = "unknown"
+"""The source of an op no estimate covers (a compiled accelerator program without a table
+entry): its latency is counted as 0 and every report says it is left out."""
 
 
 @dataclass(frozen=True)

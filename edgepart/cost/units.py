@@ -164,7 +164,8 @@ _CALL_ONCE = opnames.builtin_code("CALL_ONCE")
 
 
 def _helpers(sg: Subgraph, ctx: Ctx, folded: np.ndarray) -> dict[int, list[int]]:
-    """For each op, the folded ops producing its inputs."""
+    """For each op, the folded ops producing its inputs, transitively (a sparse fp16 weight
+    is DEQUANTIZE of a DENSIFY of the constant: both are the op's helpers)."""
     out: dict[int, list[int]] = {}
     f = np.flatnonzero(folded)
     if not len(f):
@@ -174,4 +175,14 @@ def _helpers(sg: Subgraph, ctx: Ctx, folded: np.ndarray) -> dict[int, list[int]]
     for op, t in zip(rows.tolist(), sg.op_inputs.idx.tolist(), strict=True):
         if t in made:
             out.setdefault(op, []).append(made[t])
+    for op in list(out):
+        if folded[op]:
+            continue
+        chain, todo = [], list(out[op])
+        while todo:
+            h = todo.pop()
+            if h not in chain:
+                chain.append(h)
+                todo.extend(out.get(h, ()))
+        out[op] = chain
     return out

@@ -32,6 +32,7 @@ from edgepart.deploy.plan_keys import partitioner_keys
 from edgepart.deploy.report_text import format_model_report
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.ir.graph import Model
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.lowering.default_placement import DefaultPlacement, profile_default_baseline
 from edgepart.lowering.from_model import ModelProblem, model_costgraph
 from edgepart.placement.solve import Solution, SolveOptions, partition_costgraph
@@ -130,6 +131,7 @@ def partition_model(
     *,
     latency_tables: LatencyTables = (),
     table_for: Mapping[str, str] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ModelPlan:
     """Place ``model``'s main subgraph on the processors of ``profile`` (nothing is written).
 
@@ -160,6 +162,7 @@ def partition_model(
     tables = _tables(latency_tables)
     if not isinstance(model, Model):
         model = read_model(model)
+    model = apply_input_shapes(model, input_shapes)
     problem = model_costgraph(model, prof, tables=tables, table_for=dict(table_for or {}))
     default = profile_default_baseline(problem)
     t1 = time.perf_counter()
@@ -217,10 +220,17 @@ def compile_model(
     latency_tables: LatencyTables = (),
     table_for: Mapping[str, str] | None = None,
     arena: bool = True,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> CompiledModel:
     """:func:`partition_model`, then :func:`compile_placement` (see both)."""
     placement = partition_model(
-        model, profile, method, options, latency_tables=latency_tables, table_for=table_for
+        model,
+        profile,
+        method,
+        options,
+        latency_tables=latency_tables,
+        table_for=table_for,
+        input_shapes=input_shapes,
     )
     source = model if isinstance(model, (str, os.PathLike)) else None
     return compile_placement(placement, arena=arena, source_path=source)
@@ -234,10 +244,17 @@ def partition_specs(
     *,
     latency_tables: LatencyTables = (),
     table_for: Mapping[str, str] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> list[PartitionSpec]:
     """The bundle partition specs of :func:`partition_model`'s plan."""
     mp = partition_model(
-        model, profile, method, options, latency_tables=latency_tables, table_for=table_for
+        model,
+        profile,
+        method,
+        options,
+        latency_tables=latency_tables,
+        table_for=table_for,
+        input_shapes=input_shapes,
     )
     return mp.specs()
 

@@ -18,17 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgepart.bundle.arena_plan import BundleArena, plan_bundle_arena
+from edgepart.bundle.format import Bundle
 from edgepart.bundle.load import load_bundle
 from edgepart.errors import UsageError
 from edgepart.fileio import atomic_write_text
 from edgepart.ir.graph import Model
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.memory.arena import DEFAULT_TIME_LIMIT, ArenaPlan, plan_arena
 from edgepart.memory.csvio import read_buffers_csv, write_offsets_csv, write_plan_json
 from edgepart.memory.global_plan import PartitionedPlan
 from edgepart.memory.model_problem import model_problem, offline_plan
 from edgepart.memory.partitioned_report import format_partitioned, partitioned_json
 from edgepart.memory.problem import DEFAULT_ALIGNMENT, MemoryProblem
+from edgepart.memory.runtime import RuntimeMemory, runtime_memory
 from edgepart.memory.strategies_report import format_strategies
+from edgepart.tflite.reader import read_model, read_model_bytes
 from edgepart.tflite.writer import save_model
 
 __all__ = ["STRATEGIES", "MemoryPlans", "plan_memory", "write_tflm_plan"]
@@ -52,6 +56,10 @@ class MemoryPlans:
     problem: MemoryProblem | None = None
     plans: Mapping[str, ArenaPlan] | None = None
     arenas: Mapping[str, BundleArena] | None = None
+    runtime: Mapping[str, RuntimeMemory] | None = None
+    """What LiteRT allocates to run it (:mod:`edgepart.memory.runtime`): for a model, its main
+    subgraph under XNNPACK (LiteRT's default) and under the builtin kernels; for a bundle, each
+    partition on the host executor it runs on here, and ``"all"``."""
 
     @property
     def last(self) -> str:
@@ -59,7 +67,14 @@ class MemoryPlans:
         return self.strategies[-1]
 
     def report(self) -> str:
-        """The comparison table: per memory and strategy, peak, lower bound and their ratio."""
+        """The comparison table: per memory and strategy, peak, lower bound and their ratio;
+        then the memory LiteRT allocates to run it."""
+        text = self._arena_report()
+        if self.runtime:
+            text += format_runtime(self.runtime)
+        return text
+
+    def _arena_report(self) -> str:
         if self.arenas is not None:
             last = self.arenas[self.last]
             assert last.buffers is not None
@@ -101,8 +116,11 @@ def plan_memory(
     time_limit: float | None = None,
     node_limit: int | None = None,
     alignment: int = DEFAULT_ALIGNMENT,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> MemoryPlans:
-    """Plan tensor offsets in static arenas and compare strategies against the lower bound.
+    """Plan tensor offsets in static arenas and compare strategies against the lower bound;
+    for a model or a bundle, also add up what LiteRT allocates to run it (arena, persistent
+    buffers, XNNPACK's packed weights and workspace: :mod:`edgepart.memory.runtime`).
 
     Parameters
     ----------
@@ -122,6 +140,9 @@ def plan_memory(
         Search-node budget per arena: reproducible results when the search does not finish.
     alignment
         Alignment for buffers that do not give one (64, as TFLite).
+    input_shapes
+        For a model: input name -> the shape it runs at (see :func:`edgepart.claims`); a
+        bundle runs at the sizes it records.
 
     Returns
     -------
@@ -162,6 +183,8 @@ def plan_memory(
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     p = Path(path)
     if p.is_dir():
+        if input_shapes:
+            raise UsageError(f"{p}: --input-shape goes with a model; a bundle has its sizes")
         bundle = load_bundle(p)
         arenas = {
             s: plan_bundle_arena(
@@ -174,10 +197,17 @@ def plan_memory(
             )
             for s in strategies
         }
-        return MemoryPlans(p, "bundle", strategies, arenas=arenas)
+        return MemoryPlans(p, "bundle", strategies, arenas=arenas, runtime=bundle_runtime(bundle))
+    runtime = None
     if p.suffix.lower() == ".tflite":
-        kind, problem = "model", model_problem(p, alignment=alignment)
+        model = apply_input_shapes(read_model(p), input_shapes)
+        kind, problem = "model", model_problem(model, alignment=alignment)
+        runtime = {
+            f"model ({ex})": runtime_memory(model, executor=ex) for ex in ("xnnpack", "builtin")
+        }
     else:
+        if input_shapes:
+            raise UsageError(f"{p}: --input-shape goes with a model")
         kind, problem = "buffers", read_buffers_csv(p, default_alignment=alignment)
     if not len(problem):
         raise UsageError(f"{p}: no buffers to plan")
@@ -185,7 +215,7 @@ def plan_memory(
         s: plan_arena(problem, strategy=s, time_limit=limit, node_limit=node_limit)
         for s in strategies
     }
-    return MemoryPlans(p, kind, strategies, problem=problem, plans=plans)
+    return MemoryPlans(p, kind, strategies, problem=problem, plans=plans, runtime=runtime)
 
 
 def write_tflm_plan(
@@ -239,6 +269,66 @@ def write_tflm_plan(
     planned, plan = offline_plan(model, strategy=strategy, time_limit=limit, node_limit=node_limit)
     save_model(planned, out)
     return plan
+
+
+def bundle_runtime(bundle: Bundle) -> dict[str, RuntimeMemory]:
+    """What LiteRT allocates for each partition of a bundle (one interpreter each) and in all.
+
+    A partition runs here on its explicit executor, else on XNNPACK (the host executor of the
+    CPU delegates, and the host fallback of the accelerator delegates)."""
+    out: dict[str, RuntimeMemory] = {}
+    for entry in bundle.plan.partitions:
+        ex = entry.executor.kind if entry.executor is not None else "xnnpack"
+        ex = "xnnpack" if ex in ("delegate",) else ex
+        piece = read_model_bytes(bundle.partition_bytes[entry.id], source=entry.file)
+        out[entry.id] = runtime_memory(piece, executor=ex)
+    if out:
+        parts = list(out.values())
+        total = parts[0]
+        for r in parts[1:]:
+            total = total + r
+        out["all"] = total
+    return out
+
+
+def format_runtime(runtime: Mapping[str, RuntimeMemory]) -> str:
+    """Lines of what LiteRT allocates, one per interpreter (model, partition or ``all``)."""
+    lines = [
+        "as LiteRT allocates it (heap bytes, modelled: the runtime's fixed part and the builtin "
+        "kernels' scratch, im2col and ruy's weight cache, are left out):"
+    ]
+    for label, r in runtime.items():
+        parts = [f"arena {_b(r.arena)}"]
+        if r.persistent:
+            detail = ", ".join(
+                f"{k} {_b(v)}"
+                for k, v in (
+                    ("dequantized", r.dequantized),
+                    ("densified", r.densified),
+                    ("variables", r.variables),
+                )
+                if v
+            )
+            parts.append(f"persistent {_b(r.persistent)}" + (f" ({detail})" if detail else ""))
+        for name, v in (
+            ("XNNPACK packed weights", r.xnnpack_packed),
+            ("unpacked copies", r.xnnpack_unpacked),
+            ("indirection", r.xnnpack_indirection),
+            ("workspace", r.xnnpack_workspace),
+            ("bookkeeping", r.bookkeeping),
+        ):
+            if v:
+                parts.append(f"{name} {_b(v)}")
+        lines.append(f"  {label:<18} total {_b(r.total)}: " + ", ".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+def _b(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.2f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B"
 
 
 def _partitioned(arena: BundleArena) -> PartitionedPlan:

@@ -21,12 +21,13 @@ from edgepart.lowering.default_placement import DefaultPlacement
 from edgepart.lowering.from_model import ModelProblem
 from edgepart.placement.evaluate import objective_key
 from edgepart.placement.solve import Solution
+from edgepart.timefmt import format_seconds
 
 __all__ = ["format_model_report"]
 
 
 def _ms(x: float) -> str:
-    return f"{x * 1e3:.3f} ms" if math.isfinite(x) else "infeasible"
+    return format_seconds(x) if math.isfinite(x) else "infeasible"
 
 
 def _kb(n: float) -> str:
@@ -78,16 +79,29 @@ def format_model_report(
             label = "TFLite default (" + " then ".join([*default.delegates, "xnnpack"]) + ")"
         else:
             label = f"best TFLite-style baseline {b.name}"
-        pred += (
-            f"; {label}: latency {_ms(b.evaluation.latency_s)} "
-            f"(run serially {_ms(b.evaluation.serial_latency_s)}), "
-            f"speedup {k_b / k_p:.3f}x"
-        )
+        if o.objective == "throughput":  # compare like with like: the period first
+            pred += (
+                f"; {label}: period {_ms(b.evaluation.period_s)}, latency "
+                f"{_ms(b.evaluation.latency_s)} (run serially "
+                f"{_ms(b.evaluation.serial_latency_s)}), throughput gain {k_b / k_p:.3f}x"
+            )
+        else:
+            pred += (
+                f"; {label}: latency {_ms(b.evaluation.latency_s)} "
+                f"(run serially {_ms(b.evaluation.serial_latency_s)}), "
+                f"speedup {k_b / k_p:.3f}x"
+            )
     if default is not None and not default.baseline.feasible:
         pred += (
             f"; the TFLite default is infeasible here: {default.baseline.evaluation.violations[0]}"
         )
     lines.append(pred)
+    unknown = problem.costs.unknown_why
+    if unknown:
+        op, why = next(iter(sorted(unknown.items())))
+        lines.append(
+            f"predicted times leave out {len(unknown)} op(s) of unknown cost: op {op} {why}"
+        )
     lines.append(
         f"{ev.num_partitions} partitions, {len(ev.xfer_tensor)} transfers "
         f"({_kb(float(g.tensor_bytes[ev.xfer_tensor].sum()))} per inference)"
@@ -96,7 +110,8 @@ def format_model_report(
         q = p.index
         lines.append(
             f"  {p.id:<5} {g.unit_name(p.unit):<11} {prof.processors[p.proc].delegate:<9} "
-            f"{len(p.ops):>5} ops  {ev.part_start[q] * 1e3:9.3f} -> {ev.part_end[q] * 1e3:9.3f} ms"
+            f"{len(p.ops):>5} ops  {_ms(float(ev.part_start[q])):>9} -> "
+            f"{_ms(float(ev.part_end[q])):>9}"
         )
     if len(parts) > max_rows:
         lines.append(f"  ... {len(parts) - max_rows} more in plan.json")
@@ -107,8 +122,8 @@ def format_model_report(
         lines.append(
             f"  transfer tensor {int(problem.tensor_index[t])} ({_kb(float(g.tensor_bytes[t]))}) "
             f"{pid[sp] if sp >= 0 else 'input'}: {g.domain_names[int(ev.xfer_src_dom[i])]} -> "
-            f"{g.domain_names[int(ev.xfer_dst_dom[i])]}  {ev.xfer_start[i] * 1e3:.3f} -> "
-            f"{ev.xfer_end[i] * 1e3:.3f} ms"
+            f"{g.domain_names[int(ev.xfer_dst_dom[i])]}  {_ms(float(ev.xfer_start[i]))} -> "
+            f"{_ms(float(ev.xfer_end[i]))}"
         )
     if nx > max_rows:
         lines.append(f"  ... {nx - max_rows} more transfers in plan.json")

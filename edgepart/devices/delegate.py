@@ -31,6 +31,7 @@ from edgepart.devices.capability import (
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES
 from edgepart.devices.roles import ROLES
 from edgepart.devices.yaml_files import Loc, check_header, load_yaml, resolve_yaml
+from edgepart.errors import ProfileError
 from edgepart.ir.dtypes import DType
 from edgepart.schema import opnames
 
@@ -192,6 +193,31 @@ def delegate_dir() -> Path:
 def delegate_names() -> list[str]:
     """Names of the delegate files on the search path (user directories and shipped), sorted."""
     return search_path.names("delegates")
+
+
+def accelerator_kernels() -> frozenset[str]:
+    """Custom ops that are an accelerator delegate's own compiled kernel: a delegate file whose
+    target is not the CPU lists its ``kernel_name`` (``edgetpu-custom-op``) under
+    ``custom_ops``. No CPU kernel exists for such an op: only that delegate runs it.
+
+    Delegate files on the search path that do not load are skipped here (they are reported
+    where they are used).
+    """
+    return _accelerator_kernels(search_path.search_key())
+
+
+@functools.lru_cache(maxsize=8)
+def _accelerator_kernels(key: tuple[str, ...]) -> frozenset[str]:
+    out = set()
+    for name in delegate_names():
+        try:
+            spec = load_delegate(name)
+        except ProfileError:
+            continue
+        name = spec.kernel_name
+        if spec.target != "cpu" and name in spec.ops and name not in opnames.BUILTIN_CODES:
+            out.add(name)
+    return frozenset(out)
 
 
 def load_delegate(name_or_path: str | os.PathLike[str]) -> DelegateSpec:

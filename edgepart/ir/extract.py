@@ -254,7 +254,7 @@ class _Remapper:
         self.opcodes: list[OpCode] = []
 
     def buffer(self, b: int) -> int:
-        if self.model.buffers.length[b] == 0:
+        if b <= 0 or not self.model.buffers.present[b]:
             return 0
         if b not in self.buffer_map:
             self.buffer_map[b] = len(self.buffer_ids)

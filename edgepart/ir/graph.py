@@ -137,6 +137,18 @@ class BufferTable:
     def __len__(self) -> int:
         return self._count
 
+    @property
+    def present(self) -> np.ndarray:
+        """Per buffer: True if it has a data vector (even an empty one) or external data.
+
+        LiteRT makes a tensor read-only constant whenever its buffer's ``data`` vector is
+        present, also when that vector is empty (the zero-element shape tensor of a RESHAPE to
+        a scalar); an absent vector makes it an activation. The reader keeps the distinction as
+        ``start > 0`` for empty vectors (absent ones have ``start == 0``).
+        """
+        out: np.ndarray = (self.length > 0) | (self.start > 0) | self.external
+        return out
+
     def data(self, i: int) -> np.ndarray:
         """Buffer ``i`` as a read-only uint8 view (empty for buffers without data)."""
         n = int(self.length[i])
@@ -154,11 +166,13 @@ class BufferTable:
         mems: list[Any] = [b""]
         mem = np.zeros(len(blobs), dtype=np.int32)
         lengths = np.zeros(len(blobs), dtype=np.int64)
+        starts = np.zeros(len(blobs), dtype=np.int64)
         for i, b in enumerate(blobs):
             if b is None:
                 continue
             view = np.ascontiguousarray(b).reshape(-1).view(np.uint8)
             if len(view) == 0:
+                starts[i] = 1 if i > 0 else 0  # an empty but present data vector
                 continue
             mem[i] = len(mems)
             mems.append(view)
@@ -166,7 +180,7 @@ class BufferTable:
         return BufferTable(
             mems=tuple(mems),
             mem=mem,
-            start=np.zeros(len(blobs), dtype=np.int64),
+            start=starts,
             length=lengths,
             external=np.zeros(len(blobs), dtype=bool),
         )
@@ -286,6 +300,9 @@ class Subgraph:
     opcodes: tuple[OpCode, ...]
     buffers: BufferTable
     debug_metadata_index: int = -1
+    # what shape propagation learned (edgepart.ir.shapes.SubgraphShapes), or None when the
+    # shapes are the file's own
+    shape_info: Any = None
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -310,15 +327,17 @@ class Subgraph:
 
     @cached_property
     def tensor_is_constant(self) -> np.ndarray:
-        """A tensor is constant when its buffer has data (or lies outside the flatbuffer).
+        """A tensor is constant when its buffer (not the sentinel buffer 0) has a data vector,
+        even an empty one, or lies outside the flatbuffer: what LiteRT's InterpreterBuilder
+        makes read-only.
 
-        The converter gives every activation its own *empty* buffer, so ``buffer != 0`` is not
-        the test.
+        The converter gives every activation its own buffer *without* a data vector, so
+        ``buffer != 0`` is not the test.
         """
         b = self.tensor_buffer
-        ok = (b >= 0) & (b < len(self.buffers))
+        ok = (b > 0) & (b < len(self.buffers))
         out = np.zeros(len(b), dtype=bool)
-        out[ok] = self.buffers.length[b[ok]] > 0
+        out[ok] = self.buffers.present[b[ok]]
         return out
 
     @cached_property

@@ -19,7 +19,10 @@ from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
 from edgepart.ir.verify import calling_ops
 
-__all__ = ["describe_ops", "format_ops", "format_summary", "summarize"]
+__all__ = ["COMPILED_PROGRAM_OPS", "describe_ops", "format_ops", "format_summary", "summarize"]
+
+COMPILED_PROGRAM_OPS = frozenset({"edgetpu-custom-op"})
+"""Custom ops whose options are a compiled accelerator program holding the model's weights."""
 
 
 def summarize(model: Model) -> dict[str, Any]:
@@ -29,6 +32,7 @@ def summarize(model: Model) -> dict[str, Any]:
     for sg in model.subgraphs:
         used_buffers.update(sg.tensor_buffer[sg.tensor_is_constant].tolist())
     param_bytes = int(sum(int(model.buffers.length[b]) for b in used_buffers))
+    param_bytes += sum(g["program_bytes"] for g in subgraphs)
     custom = sorted({c.custom_code or "" for c in model.opcodes if c.is_custom})
     runtime = model.metadata_bytes("min_runtime_version")
     return {
@@ -65,8 +69,19 @@ def _file_bytes(model: Model) -> int | None:
 def _subgraph(model: Model, index: int, sg: Subgraph) -> dict[str, Any]:
     names = [sg.op_name(i) for i in range(sg.num_ops)]
     const = sg.tensor_is_constant
-    act = ~const
+    # tensors no op reads or writes (left behind by a compiler that replaced the ops, as
+    # edgetpu_compiler does) are neither activations nor weights
+    used = np.zeros(sg.num_tensors, dtype=bool)
+    for csr in (sg.op_inputs, sg.op_outputs, sg.op_intermediates):
+        idx = csr.idx.astype(np.int64)
+        used[idx[idx >= 0]] = True
+    used[sg.inputs.astype(np.int64)] = True
+    used[sg.outputs.astype(np.int64)] = True
+    act = ~const & used
+    const = const & used
     nbytes = sg.tensor_nbytes
+    compiled = [i for i, n in enumerate(names) if n in COMPILED_PROGRAM_OPS]
+    program = sum(len(sg.op_custom_options[i] or b"") for i in compiled)
     control = []
     for i in calling_ops(sg).tolist():
         control.append({"op": i, "name": names[i], "calls": list(sg.op(i).subgraph_refs)})
@@ -89,7 +104,10 @@ def _subgraph(model: Model, index: int, sg: Subgraph) -> dict[str, Any]:
         },
         "parameter_bytes": int(
             sum(int(sg.buffers.length[b]) for b in set(sg.tensor_buffer[const].tolist()))
-        ),
+        )
+        + program,
+        "program_bytes": int(program),
+        "unused_tensors": int((~used).sum()),
         "activation_bytes": int(nbytes[act].sum()),
         "activation_lower_bound_bytes": lower,
         "dynamic_tensors": int(
@@ -212,11 +230,18 @@ def format_summary(s: dict[str, Any]) -> str:
         act = ", ".join(f"{k} {v}" for k, v in g["dtypes"]["activations"].items())
         wts = ", ".join(f"{k} {v}" for k, v in g["dtypes"]["weights"].items())
         lines.append(f"  dtypes      activations: {act or '-'}; weights: {wts or '-'}")
-        lines.append(f"  weights     {_mb(g['parameter_bytes'])}")
+        weights = f"  weights     {_mb(g['parameter_bytes'])}"
+        if g.get("program_bytes"):
+            weights += f" (compiled accelerator program {_mb(g['program_bytes'])})"
+        lines.append(weights)
         lines.append(
             f"  activations {_mb(g['activation_bytes'])} in all, "
             f"{_mb(g['activation_lower_bound_bytes'])} live at peak (lower bound)"
         )
+        if g.get("unused_tensors"):
+            lines.append(f"  unused      {g['unused_tensors']} tensors no op reads or writes")
+        for prog in g.get("programs", ()):
+            lines.append(f"  program     op {prog['op']}: {prog['description']}")
         if g["dynamic_tensors"]:
             lines.append(f"  dynamic     {g['dynamic_tensors']} tensors with unknown dimensions")
         if g["variables"]:

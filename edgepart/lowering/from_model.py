@@ -35,6 +35,7 @@ import numpy as np
 from edgepart.cost.hardware import hardware_from_profile
 from edgepart.cost.model import CostModel, GraphCosts
 from edgepart.cost.table import LatencyTable
+from edgepart.cost.table_use import check_tables_used
 from edgepart.devices.delegate import load_delegate
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.errors import PlacementInfeasibleError, ProfileError, UsageError
@@ -158,6 +159,10 @@ def model_costgraph(
     sg = model.subgraphs[subgraph]
     if sg.num_ops == 0:
         raise UsageError(f"subgraph {subgraph} has no ops: nothing to partition")
+    if cost_model is None:
+        check_tables_used(
+            tables, [(p.name, p.kind) for p in prof.processors], dict(table_for or {}), prof.name
+        )
     cm = cost_model or CostModel(hardware_from_profile(prof), tables, table_for=table_for)
     gc = cm.costs(sg, model)
     if tuple(gc.processors) != tuple(p.name for p in prof.processors):
@@ -235,6 +240,9 @@ def _assemble(
     weight = np.bincount(
         key // (sg.num_tensors + 1), weights=nbytes[key % (sg.num_tensors + 1)], minlength=nn
     ).astype(np.int64)
+    # a compiled accelerator program carries the weights of the ops it replaced in its options
+    for op in gc.unknown_why:
+        weight[int(fz.node_of[op])] += len(sg.op_custom_options[op] or b"")
 
     # --- tensors crossing nodes (member ops only: helpers' outputs are recomputed per node)
     prod = analysis.producers(sg)

@@ -31,7 +31,7 @@ import numpy as np
 
 from edgepart.claim.control import ops_touching
 from edgepart.claim.helpers import SHAPE_INPUTS, select_nodes
-from edgepart.devices.delegate import DelegateSpec, load_delegate
+from edgepart.devices.delegate import DelegateSpec, accelerator_kernels, load_delegate
 from edgepart.devices.profile import DeviceProfile
 from edgepart.ir.analysis import topological_order
 from edgepart.ir.graph import Subgraph
@@ -72,6 +72,9 @@ def dynamic_tensors(sg: Subgraph) -> np.ndarray:
     flagged = np.zeros(sg.num_ops, dtype=bool)
     kinds = np.array([nm in SHAPE_INPUTS for nm in names], dtype=bool)
     cand = np.flatnonzero(kinds[sg.op_opcode]) if len(kinds) else np.zeros(0, np.int64)
+    if sg.shape_info is not None:  # propagated shapes know which ops LiteRT makes dynamic
+        flagged = np.asarray(sg.shape_info.dynamic_ops, dtype=bool).copy()
+        cand = np.zeros(0, np.int64)
     for op in cand.tolist():
         ins = sg.op_inputs.row_tuple(op)
         name = names[int(sg.op_opcode[op])]
@@ -127,6 +130,18 @@ def delegate_support(
     return sup, reasons, details
 
 
+def _accelerator_only(sg: Subgraph) -> list[int]:
+    """Ops that are an accelerator delegate's own compiled kernel (see
+    :func:`edgepart.devices.delegate.accelerator_kernels`)."""
+    kernels = accelerator_kernels()
+    if not kernels:
+        return []
+    names = np.array([c.name in kernels for c in sg.opcodes], dtype=bool)
+    if not len(names):
+        return []
+    return [int(i) for i in np.flatnonzero(names[sg.op_opcode])]
+
+
 def processor_support(
     sg: Subgraph, profile: DeviceProfile, *, cpu_runs_everything: bool = True
 ) -> ProcessorSupport:
@@ -148,7 +163,14 @@ def processor_support(
         spec = load_delegate(proc.delegate)
         sup, rs, ds = delegate_support(sg, spec, profile.context)
         if proc.kind == "cpu" and cpu_runs_everything:
+            # builtin kernels take what the CPU delegate refuses, except an accelerator's own
+            # compiled program (an Edge TPU executable): no CPU kernel exists for it
             sup = np.ones(n, dtype=bool)
+            for op in _accelerator_only(sg):
+                sup[op] = False
+                rs[op] = ds[op] = (
+                    f"{sg.op_name(op)}: a compiled accelerator program; no CPU kernel runs it"
+                )
         cols.append(sup)
         reasons.append(rs)
         details.append(ds)

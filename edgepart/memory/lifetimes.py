@@ -197,6 +197,9 @@ def tflite_lifetimes(
     tensors = np.flatnonzero(owned)
     lower = alloc[tensors]
     upper = np.where(dealloc[tensors] == _NEVER, horizon, dealloc[tensors] + 1)
+    # the persistent arena allocates from the first node to the end (arena_planner.cc:
+    # last_node = max): persistent buffers never share memory
+    upper = np.where(persistent[tensors], horizon, upper)
     order_ids = _allocation_order(
         outs_l, g_in, variables, n_t, temporaries, alloc, dealloc, nbytes, const, persistent
     )
@@ -264,13 +267,17 @@ def _allocation_kinds(
     sg: Subgraph, names: list[str], ins_l: list[list[int]], outs_l: list[list[int]]
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(read_only, persistent)`` flags: constants and Prepare-folded outputs are read-only;
-    variables and dequantized constant weights (DEQUANTIZE of a constant, dequantize.cc) live in
-    the persistent arena."""
+    variables, dequantized constant weights (DEQUANTIZE of a constant, dequantize.cc) and
+    densified weights (DENSIFY, whose input must be constant, densify.cc) live in the persistent
+    arena. A DEQUANTIZE of a densified weight reads no constant: its output is an ordinary
+    arena tensor, recomputed each run."""
     const = sg.tensor_is_constant & ~sg.tensor_is_variable
     read_only = const.copy()
     persistent = sg.tensor_is_variable.astype(bool).copy()
     for name, row_in, row_out in zip(names, ins_l, outs_l, strict=True):
-        if name == "DEQUANTIZE" and row_in and row_in[0] >= 0 and const[row_in[0]]:
+        if name == "DENSIFY" or (
+            name == "DEQUANTIZE" and row_in and row_in[0] >= 0 and const[row_in[0]]
+        ):
             persistent[[t for t in row_out if t >= 0]] = True
             continue
         if name not in PREPARE_FOLDED:

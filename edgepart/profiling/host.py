@@ -30,6 +30,7 @@ median (which is still stored, with p90 and min, in every entry).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -236,7 +237,8 @@ def profile_model(
                 "ops": sg.num_ops,
                 "stats": model_stats.to_json(),
                 "delegate_nodes": whole.delegate_nodes if whole else 0,
-                "predicted_s": predicted,
+                # a table missing ops (units that could not be timed) predicts nothing
+                "predicted_s": predicted if math.isfinite(predicted) else None,
             }
         )
     if progress:

@@ -57,12 +57,14 @@ def build_report(
     latency_tables: Sequence[str] = (),
     table_for: Mapping[str, str] | None = None,
     objective: str = "latency",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> tuple[PlanView, dict[str, Any]]:
     """The plan view and report document of a bundle directory or a ``.tflite`` model.
 
     A bundle is read as written (its source model from ``model`` or the manifest; its profile
     from the plan unless ``profile`` is given). A model is partitioned now for ``profile``
-    (required) with the heuristic solver and ``objective``; nothing is written.
+    (required) with the heuristic solver and ``objective``, its dynamic inputs at
+    ``input_shapes``; nothing is written. A bundle runs at the sizes it records.
 
     Parameters
     ----------
@@ -103,6 +105,10 @@ def build_report(
     """
     t = Path(target)
     if t.is_dir():
+        if input_shapes:
+            raise UsageError(
+                f"{t}: --input-shape goes with a model; a bundle runs at the sizes it records"
+            )
         view = view_of_bundle(
             t, profile=profile, model=model, latency_tables=latency_tables, table_for=table_for
         )
@@ -122,6 +128,7 @@ def build_report(
             objective=objective,
             latency_tables=latency_tables,
             table_for=table_for,
+            input_shapes=input_shapes,
         )
     else:
         raise UsageError(f"{t}: no such bundle directory or .tflite model")

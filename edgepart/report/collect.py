@@ -27,6 +27,7 @@ from edgepart.deploy.apply import placed_partitions
 from edgepart.ir import analysis
 from edgepart.report.measured import MeasuredSchedule
 from edgepart.report.plan_view import PlanView
+from edgepart.timefmt import format_seconds
 
 __all__ = ["DOC_VERSION", "PALETTE", "report_document"]
 
@@ -333,7 +334,7 @@ def _default_schedule(view: PlanView, units: Sequence[str]) -> dict[str, Any]:
         "bars": bars,
         "notes": [
             "TFLite runs the delegate partitions one after another: "
-            f"{ev.serial_latency_s * 1e3:.3f} ms serially"
+            f"{format_seconds(ev.serial_latency_s)} serially"
         ],
     }
 

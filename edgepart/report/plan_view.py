@@ -22,12 +22,14 @@ from edgepart.bundle.parts import dependency_order
 from edgepart.cost.hardware import hardware_from_profile
 from edgepart.cost.model import CostModel
 from edgepart.cost.table import tables_from
+from edgepart.cost.table_use import check_tables_used
 from edgepart.deploy.compile import compile_model
 from edgepart.deploy.plan_keys import partitioner_keys
 from edgepart.devices.profile import load_profile
 from edgepart.errors import UsageError
 from edgepart.fileio import sha256_regular
 from edgepart.ir.graph import Model
+from edgepart.ir.shapes import apply_input_shapes
 from edgepart.lowering.default_placement import DefaultPlacement, profile_default_baseline
 from edgepart.lowering.from_model import ModelProblem, model_costgraph
 from edgepart.placement.solve import SolveOptions
@@ -72,11 +74,11 @@ class PlanView:
 
 
 def _cost_model(profile: Any, tables: Sequence[str], table_for: Mapping[str, str]) -> Any:
-    return CostModel(
-        hardware_from_profile(profile),
-        tables_from(list(tables)) if tables else None,
-        table_for=dict(table_for),
+    merged = tables_from(list(tables)) if tables else None
+    check_tables_used(
+        merged, [(p.name, p.kind) for p in profile.processors], dict(table_for), profile.name
     )
+    return CostModel(hardware_from_profile(profile), merged, table_for=dict(table_for))
 
 
 def view_of_bundle(
@@ -129,7 +131,8 @@ def view_of_bundle(
             f"{path}: partitions run on {alien}, which profile {prof.name!r} does not have "
             f"(its processors: {sorted(names)}); give the bundle's own profile"
         )
-    m = read_model(mp)
+    # the sizes the bundle was built for (a dynamic input's recorded shape)
+    m = apply_input_shapes(read_model(mp), plan.input_shapes, subgraph=plan.subgraph, note=False)
     cm = _cost_model(prof, latency_tables, table_for or {})
     problem = model_costgraph(m, prof, cm, subgraph=plan.subgraph)
     default = profile_default_baseline(problem)
@@ -171,8 +174,10 @@ def view_of_model(
     latency_tables: Sequence[str] = (),
     table_for: Mapping[str, str] | None = None,
     arena: bool = True,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> PlanView:
-    """Partition the ``.tflite`` at ``path`` for ``profile`` now (nothing is written).
+    """Partition the ``.tflite`` at ``path`` for ``profile`` now (nothing is written), with
+    dynamic inputs at ``input_shapes``.
 
     Raises
     ------
@@ -189,6 +194,7 @@ def view_of_model(
         latency_tables=latency_tables,
         table_for=table_for,
         arena=arena,
+        input_shapes=input_shapes,
     )
     plan = compiled.placement
     problem, default, sol, placed = plan.problem, plan.default, plan.solution, plan.partitions

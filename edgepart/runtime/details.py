@@ -81,6 +81,9 @@ def check_value(value: Any, detail: dict[str, Any]) -> np.ndarray:
     if arr.shape != shape:
         raise TensorValueError(
             f"cannot set {what}: got shape {list(arr.shape)} but it is {list(shape)}; partition "
-            "shapes are fixed when the bundle is written (re-partition for another shape)"
+            "shapes are fixed when the bundle is written: partition the model again with "
+            "--input-shape "
+            f"{detail.get('name', 'NAME')}={','.join(str(d) for d in arr.shape)} "
+            "(input_shapes= in the API) for this size"
         )
     return arr

@@ -30,6 +30,7 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from ai_edge_litert.interpreter import load_delegate as litert_load_delegate
 
-from edgepart.devices.delegate import DelegateSpec, load_delegate
+from edgepart.devices.delegate import DelegateSpec, accelerator_kernels, load_delegate
 from edgepart.devices.host_executors import DEFAULT_EXECUTOR, EXECUTOR_NAMES, HOST_EXECUTORS
 from edgepart.devices.search_path import find
 from edgepart.errors import BundleError, RuntimeBackendError, UsageError
@@ -52,10 +53,12 @@ __all__ = [
     "EXECUTORS",
     "ExecutorChoice",
     "check_for_litert",
+    "check_host_can_run",
     "choose_executor",
     "delegate_file",
     "get_executor",
     "open_partition",
+    "prepare_error",
     "register_executor",
 ]
 
@@ -297,6 +300,55 @@ def _library_for(
         if found:
             return found, False
     return None, False
+
+
+def check_host_can_run(entry: PartitionEntry, choice: ExecutorChoice, blob: bytes) -> None:
+    """Refuse to run a partition on a host executor when it holds an accelerator's compiled
+    program (an ``edgetpu-custom-op``): no CPU kernel exists for it, so there is no fallback.
+
+    Raises
+    ------
+    RuntimeBackendError
+        One line: which partition, which program, which library it needs.
+    """
+    kernels = accelerator_kernels()
+    if not kernels:
+        return
+    model = read_model_bytes(blob, source=entry.file)
+    found = sorted({sg.op_name(i) for sg in model.subgraphs for i in range(sg.num_ops)} & kernels)
+    if not found:
+        return
+    spec = delegate_file(entry.delegate)
+    files = ", ".join(spec.library.files) if spec is not None and spec.library.files else ""
+    need = f"the {entry.delegate} runtime library" + (f" ({files})" if files else "")
+    why = f"; {choice.reason}" if choice.reason else ""
+    raise RuntimeBackendError(
+        f"partition {entry.id} runs a compiled {found[0]} program, which needs {need}{why}; "
+        "a compiled program has no CPU kernel, so it cannot fall back to the host: run the "
+        f"bundle where the device and its library are (--delegate-library "
+        f"{entry.delegate}=PATH)"
+    )
+
+
+def prepare_error(where: str, err: Exception) -> BundleError:
+    """LiteRT's failure to prepare a model as one line, with what to do about it."""
+    msg = " ".join(str(err).split())
+    hint = ""
+    m = re.search(r"unresolved custom op: ([\w./-]+)", msg)
+    if m:
+        hint = (
+            f"; LiteRT here has no kernel for the custom op {m.group(1).rstrip('.')}: register "
+            "it in the "
+            "interpreter that runs the model (the framework that made the model ships it, e.g. "
+            "MediaPipe)"
+        )
+        msg = f"Encountered unresolved custom op: {m.group(1).rstrip('.')}"
+    elif "reshape" in msg.lower() or "failed to prepare" in msg:
+        hint = (
+            "; if the model has inputs of dynamic size, give their sizes with --input-shape "
+            "and re-create the bundle"
+        )
+    return BundleError(f"{where}: LiteRT cannot prepare it: {msg[:300]}{hint}")
 
 
 def open_partition(

@@ -21,18 +21,22 @@ import numpy as np
 from edgepart.bundle.format import Bundle, Plan
 from edgepart.devices.host_executors import HOST_EXECUTORS, MAX_THREADS
 from edgepart.errors import BundleError, UsageError
+from edgepart.ir.input_ranges import integer_input_ranges
 from edgepart.runtime import details as _details
 from edgepart.runtime.dispatch import Concurrent, Serial
 from edgepart.runtime.executors import (
     AUTO_FALLBACK,
     ExecutorChoice,
+    check_host_can_run,
     choose_executor,
     open_partition,
+    prepare_error,
 )
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
 from edgepart.runtime.signature_runner import PartitionedSignatureRunner
 from edgepart.runtime.stream import Pipeline
+from edgepart.tflite.reader import read_model_bytes
 
 __all__ = ["HostFallbackWarning", "PartitionedInterpreter"]
 
@@ -131,9 +135,10 @@ class PartitionedInterpreter:
                     f"partition {entry.id}: threads {threads} is more than {MAX_THREADS}; edit "
                     "plan.json or re-create the bundle"
                 )
-            it, choice = open_partition(
-                choice, self._bundle.partition_bytes[entry.id], threads, fallback
-            )
+            blob = self._bundle.partition_bytes[entry.id]
+            if choice.kind != "delegate":
+                check_host_can_run(entry, choice, blob)
+            it, choice = open_partition(choice, blob, threads, fallback)
             check_partition_io(it, entry)
             self._parts.append(it)
             self._choices.append(choice)
@@ -156,6 +161,7 @@ class PartitionedInterpreter:
         self._steps: list[Any] = []
         self._streaming = False
         self._unused_inputs: dict[int, np.ndarray] = {}  # model inputs no partition reads
+        self._ranges: dict[int, tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ LiteRT API
     def allocate_tensors(self) -> None:
@@ -164,11 +170,10 @@ class PartitionedInterpreter:
         for k, it in enumerate(self._parts):
             try:
                 it.allocate_tensors()
-            except (RuntimeError, ValueError) as err:  # LiteRT's prepare failed
-                p, c = self._plan.partitions[k], self._choices[k]
-                msg = " ".join(str(err).split())
-                raise BundleError(
-                    f"partition {p.id}: LiteRT cannot prepare it on {c.executed_on}: {msg}"
+            except (ValueError, RuntimeError) as err:
+                p = self._plan.partitions[k]
+                raise prepare_error(
+                    f"partition {p.id} ({p.unit_name}, {self._choices[k].executed_on})", err
                 ) from None
         if self._scheduler is None:
             self._steps = [
@@ -270,7 +275,8 @@ class PartitionedInterpreter:
         if want != [int(x) for x in tensor_size]:
             raise _details.TensorValueError(
                 f"cannot resize input {input_index} to {list(tensor_size)}: partition shapes "
-                f"are fixed when the bundle is written (shape {want}); re-partition instead"
+                f"are fixed when the bundle is written (shape {want}); partition the model "
+                "again with --input-shape (input_shapes= in the API) for this size"
             )
 
     def reset_all_variables(self) -> None:
@@ -326,6 +332,26 @@ class PartitionedInterpreter:
         finally:
             self._streaming = False
 
+    def input_ranges(self) -> dict[int, tuple[int, int]]:
+        """Model input tensor -> the ``(lo, hi)`` its values must stay in, for the inputs the
+        partitions read as indices (a ``GATHER``'s token ids must index its table): what
+        random inputs are drawn from."""
+        if self._ranges is None:
+            found: dict[int, tuple[int, int]] = {}
+            by_part: dict[int, dict[int, tuple[int, int]]] = {}
+            for t, targets in self._routes.input_targets.items():
+                for k, local in targets:
+                    if k not in by_part:
+                        entry = self._plan.partitions[k]
+                        piece = read_model_bytes(self._bundle.partition_bytes[entry.id])
+                        by_part[k] = integer_input_ranges(piece.main)
+                    r = by_part[k].get(local)
+                    if r is not None:
+                        lo, hi = found.get(t, r)
+                        found[t] = (max(lo, r[0]), min(hi, r[1]))
+            self._ranges = found
+        return dict(self._ranges)
+
     def close(self) -> None:
         """Stop worker threads; the interpreter must not be used afterwards."""
         if self._scheduler is not None:
@@ -342,7 +368,7 @@ class PartitionedInterpreter:
         it = self._parts[k]
         try:
             for local, view in self._steps[k]:
-                it.set_tensor(local, view())
+                self._set(k, it, local, view())
             it.invoke()
         except (ValueError, RuntimeError) as err:
             raise self._invoke_error(k, err) from err
@@ -354,10 +380,28 @@ class PartitionedInterpreter:
             for k, it in enumerate(self._parts):
                 set_tensor = it.set_tensor
                 for local, view in self._steps[k]:
-                    set_tensor(local, view())
+                    value = view()
+                    try:
+                        set_tensor(local, value)
+                    except ValueError:
+                        self._set(k, it, local, value)
                 it.invoke()
         except (ValueError, RuntimeError) as err:
             raise self._invoke_error(k, err) from err
+
+    def _set(self, k: int, it: Any, local: int, value: np.ndarray) -> None:
+        """``set_tensor``, resizing the partition first when a tensor computed at run time
+        (a shape LiteRT learns only while running) arrives at another size than the file's."""
+        try:
+            it.set_tensor(local, value)
+            return
+        except ValueError:
+            detail = next((d for d in it.get_input_details() if d["index"] == local), None)
+            if detail is None or tuple(detail["shape"]) == value.shape:
+                raise
+        it.resize_tensor_input(local, list(value.shape))
+        it.allocate_tensors()
+        it.set_tensor(local, value)
 
     def _invoke_error(self, k: int, err: Exception) -> _details.PartitionInvokeError:
         p, c = self._plan.partitions[k], self._choices[k]

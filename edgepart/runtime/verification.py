@@ -17,6 +17,7 @@ from edgepart.devices.host_executors import DEFAULT_EXECUTOR, HOST_EXECUTORS
 from edgepart.errors import UsageError
 from edgepart.fileio import read_npy, sha256_regular
 from edgepart.isolate import run_isolated
+from edgepart.runtime.executors import prepare_error
 from edgepart.runtime.latency import LatencyStats, run_once, time_calls
 from edgepart.runtime.timeline import PartitionSpan, measure_timeline
 from edgepart.tflite.litert_safety import check_model
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
     from edgepart.runtime.interpreter import PartitionedInterpreter
 
 __all__ = [
+    "DEFAULT_RTOL",
     "BenchReport",
     "OutputDiff",
     "benchmark_bundle",
+    "failed_outputs",
     "open_source_model",
     "random_inputs",
     "reference_outputs",
@@ -37,8 +40,14 @@ __all__ = [
 ]
 
 
-def random_value(dtype: Any, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
-    """Seeded random data: floats ~ N(0, 1), integers in [-100, 100] clipped to the type."""
+def random_value(
+    dtype: Any,
+    shape: Sequence[int],
+    rng: np.random.Generator,
+    bounds: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """Seeded random data: floats ~ N(0, 1), integers in [-100, 100] clipped to the type, or
+    in ``bounds`` (inclusive) where the model reads the input as indices."""
     dt = np.dtype(dtype)
     shape = [int(d) for d in shape]
     if np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.complexfloating):
@@ -46,13 +55,22 @@ def random_value(dtype: Any, shape: Sequence[int], rng: np.random.Generator) -> 
     if dt == np.bool_:
         return rng.integers(0, 2, shape).astype(bool)
     info = np.iinfo(dt)
-    return rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dt)
+    lo, hi = max(info.min, -100), min(info.max, 100)
+    if bounds is not None:
+        lo, hi = max(info.min, bounds[0]), min(info.max, bounds[1])
+    return rng.integers(lo, hi, shape, endpoint=True).astype(dt)
 
 
-def random_inputs(details: Sequence[Mapping[str, Any]], seed: int = 0) -> list[np.ndarray]:
-    """One random array per input detail, in order."""
+def random_inputs(
+    details: Sequence[Mapping[str, Any]],
+    seed: int = 0,
+    bounds: Mapping[int, tuple[int, int]] | None = None,
+) -> list[np.ndarray]:
+    """One random array per input detail, in order; ``bounds`` (by detail ``index``) keeps
+    integer inputs in the ranges the model accepts."""
     rng = np.random.default_rng(seed)
-    return [random_value(d["dtype"], d["shape"], rng) for d in details]
+    bounds = bounds or {}
+    return [random_value(d["dtype"], d["shape"], rng, bounds.get(int(d["index"]))) for d in details]
 
 
 def resolve_inputs(
@@ -92,7 +110,7 @@ def resolve_inputs(
                     f"--input {spec!r}: expected NAME=FILE.npy with NAME one of {names}"
                 )
             values[keys[name]] = _load_npy(name, file)
-    fill = random_inputs(details, seed) if random else None
+    fill = random_inputs(details, seed, interp.input_ranges()) if random else None
     missing = [t.name for t, v in zip(interp.plan.inputs, values, strict=True) if v is None]
     if missing and fill is None:
         raise UsageError(
@@ -127,6 +145,47 @@ def open_source_model(interp: PartitionedInterpreter, model: str | None) -> Path
     return p
 
 
+DEFAULT_RTOL = 1e-4
+"""Default scale-relative tolerance of a verification (float kernels that sum in another order
+differ around 1e-6; an integer output that differs at all fails unless an ``atol`` allows it)."""
+
+
+def failed_outputs(
+    diffs: Sequence[OutputDiff], *, atol: float | None = None, rtol: float = DEFAULT_RTOL
+) -> list[str]:
+    """Names of the outputs that fail verification.
+
+    Parameters
+    ----------
+    diffs
+        The comparisons :func:`verify_outputs` returned (``run_bundle(..., verify=True)``).
+    atol
+        If given, an output fails when its largest absolute difference exceeds it.
+    rtol
+        Otherwise an output fails when its ``max_rel`` exceeds ``rtol``; integer outputs must
+        be identical.
+
+    Returns
+    -------
+    list of str
+        The failing outputs' names, in ``diffs`` order (empty when verification passes).
+
+    Examples
+    --------
+    >>> d = OutputDiff("y", max_abs=1e-3, max_rel=1e-3, identical=False, integer=False)
+    >>> failed_outputs([d]), failed_outputs([d], rtol=1e-2), failed_outputs([d], atol=1e-2)
+    (['y'], [], [])
+    """
+    bad = []
+    for d in diffs:
+        if d.identical:
+            continue
+        ok = d.max_abs <= atol if atol is not None else (d.max_rel <= rtol and not d.integer)
+        if not ok:
+            bad.append(d.name)
+    return bad
+
+
 @dataclass(frozen=True)
 class OutputDiff:
     """How a partitioned output differs from the source model's."""
@@ -135,6 +194,7 @@ class OutputDiff:
     max_abs: float
     max_rel: float
     identical: bool
+    integer: bool = False
 
 
 def verify_outputs(
@@ -167,7 +227,7 @@ def verify_outputs(
             host.resolver,
             interp.num_threads,
             None if plan.subgraph == 0 else plan.signature_key,
-            [(t.tensor, t.name) for t in plan.inputs],
+            [(t.tensor, t.name, list(t.shape)) for t in plan.inputs],
             [(t.tensor, t.name) for t in plan.outputs],
             list(inputs),
         ),
@@ -184,6 +244,7 @@ def verify_outputs(
                 diff,
                 diff / scale if scale else diff,
                 bool(np.array_equal(g, want, equal_nan=True)),
+                np.asarray(want).dtype.kind in "biu",
             )
         )
     return out
@@ -194,17 +255,21 @@ def reference_outputs(
     resolver: str,
     threads: int,
     signature_key: str | None,
-    inputs: Sequence[tuple[int, str]],
+    inputs: Sequence[tuple[int, str, list[int]]],
     outputs: Sequence[tuple[int, str]],
     values: Sequence[np.ndarray],
 ) -> list[np.ndarray]:
     """The source model's outputs for ``values`` with LiteRT (run by :func:`verify_outputs` in
-    a child process); subgraph 0 by tensor index, another through ``signature_key``.
+    a child process); subgraph 0 by tensor index, at the sizes the bundle was built for
+    (``resize_tensor_input``, as an application does before ``allocate_tensors``), another
+    subgraph through ``signature_key``.
 
     Raises
     ------
     UsageError
-        LiteRT cannot load or prepare the model (its message on one line).
+        LiteRT cannot load or run the model (its message on one line).
+    BundleError
+        LiteRT cannot prepare the model at the bundle's input sizes.
     """
     try:
         ref = Interpreter(
@@ -213,13 +278,23 @@ def reference_outputs(
             experimental_op_resolver_type=OpResolverType[resolver],
         )
         if signature_key is None:
-            ref.allocate_tensors()
-            for (t, _), x in zip(inputs, values, strict=True):
+            stored = {int(d["index"]): list(d["shape"]) for d in ref.get_input_details()}
+            resized = [(t, shape) for t, _, shape in inputs if t in stored and stored[t] != shape]
+            if resized:  # a failure at the bundle's sizes is the sizes' (the hint says so)
+                try:
+                    for t, shape in resized:
+                        ref.resize_tensor_input(t, shape)
+                    ref.allocate_tensors()
+                except (ValueError, RuntimeError) as err:
+                    raise prepare_error(f"source model {path}", err) from None
+            else:
+                ref.allocate_tensors()
+            for (t, _, _), x in zip(inputs, values, strict=True):
                 ref.set_tensor(t, x)
             ref.invoke()
             return [ref.get_tensor(t) for t, _ in outputs]
         res = ref.get_signature_runner(signature_key)(
-            **{name: x for (_, name), x in zip(inputs, values, strict=True)}
+            **{name: x for (_, name, _), x in zip(inputs, values, strict=True)}
         )
         return [res[name] for _, name in outputs]
     except (RuntimeError, ValueError) as err:

@@ -175,6 +175,10 @@ class _Writer:
             off, size = self.layout[i]
             return self.table("Buffer", {"offset": off, "size": size})
         if n == 0:
+            if i > 0 and self.m.buffers.present[i]:
+                # an empty data vector keeps the tensor a constant for LiteRT
+                b.StartVector(1, 0, _ALIGN)
+                return self.table("Buffer", {"data": _Offset(b.EndVector())})
             return self.table("Buffer", {})
         data = self.m.buffers.data(i)
         b.StartVector(1, n, _ALIGN)

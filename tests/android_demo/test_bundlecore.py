@@ -9,6 +9,7 @@ here (no Android SDK, no Google Maven): see ``android_demo/README.md``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -41,6 +42,22 @@ def test_bundlecore_jvm_suite() -> None:
     assert proc.returncode == 0, out[-3000:]
     # every fixture bundle, every damaged case and the unit tests ran (not a truncated run)
     assert passed >= 60, f"only {passed} Java tests ran:\n{out[-3000:]}"
+    # the fixtures include partitioner-made bundles of real-model corpus models
+    tested = re.findall(r"^fixtures tested: (.*)$", proc.stdout, re.MULTILINE)
+    assert tested, out[-3000:]
+    want = {f"real_{name}" for name, _, _ in _real_fixtures()}
+    assert len(want) >= 4 and want <= set(tested[-1].split()), (want, tested[-1])
+
+
+def _real_fixtures() -> list[tuple[str, str, dict[str, list[int]]]]:
+    """``make_fixtures.REAL``: (real-model corpus name, profile, input sizes)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_fixtures", DEMO / "bundlecore" / "make_fixtures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return list(mod.REAL)
 
 
 def test_no_build_output_in_the_tree() -> None:

@@ -22,23 +22,28 @@ class OracleDelegate:
     outputs: tuple[int, ...]
 
 
-def _details(path, **kw):
+def _details(path, shapes=None, **kw):
     from ai_edge_litert.interpreter import Interpreter
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         it = Interpreter(model_path=str(path), **kw)
+    # an application sizes dynamic inputs before allocate_tensors, where XNNPACK is applied
+    for d in it.get_input_details():
+        if shapes and d["name"] in shapes:
+            it.resize_tensor_input(d["index"], list(shapes[d["name"]]))
     it.allocate_tensors()
     return it._get_ops_details()
 
 
-def litert_delegates(path, *, greedy: bool = True) -> list[OracleDelegate]:
-    """The DELEGATE nodes LiteRT (default XNNPACK) creates for subgraph 0, in node order."""
+def litert_delegates(path, *, greedy: bool = True, shapes=None) -> list[OracleDelegate]:
+    """The DELEGATE nodes LiteRT (default XNNPACK) creates for subgraph 0, in node order, with
+    the inputs named in ``shapes`` (tensor name -> shape) resized first."""
     kw = {} if greedy else {"experimental_disable_delegate_clustering": True}
-    ops = _details(path, **kw)
+    ops = _details(path, shapes, **kw)
     orig = [o for o in ops if o["op_name"] != "DELEGATE"]
     dele = [o for o in ops if o["op_name"] == "DELEGATE"]
-    delegated = _delegated_ops(path, orig)
+    delegated = _delegated_ops(path, orig, shapes)
     producer = {}
     for o in orig:
         for t in o["outputs"]:
@@ -116,8 +121,8 @@ def litert_delegates(path, *, greedy: bool = True) -> list[OracleDelegate]:
     return out
 
 
-def _delegated_ops(path, orig) -> set[int]:
-    ops = _details(path, experimental_preserve_all_tensors=True)
+def _delegated_ops(path, orig, shapes=None) -> set[int]:
+    ops = _details(path, shapes, experimental_preserve_all_tensors=True)
     found = set()
     for d in (o for o in ops if o["op_name"] == "DELEGATE"):
         ins = {int(t) for t in d["inputs"]}
@@ -134,7 +139,7 @@ def _delegated_ops(path, orig) -> set[int]:
 
 
 def litert_delegates_isolated(
-    path, timeout: float = 300.0
+    path, timeout: float = 300.0, shapes=None
 ) -> dict[bool, list[OracleDelegate]] | str:
     """Both clustering modes, computed in a child process (LiteRT can abort on odd models).
 
@@ -149,7 +154,8 @@ def litert_delegates_isolated(
     code = (
         f"import json, sys; sys.path.insert(0, {here!r})\n"
         "from litert_oracle import litert_delegates\n"
-        f"out = {{str(g): [d.__dict__ for d in litert_delegates({target!r}, greedy=g)]"
+        f"out = {{str(g): [d.__dict__ for d in litert_delegates({target!r}, greedy=g, "
+        f"shapes={dict(shapes or {})!r})]"
         " for g in (True, False)}\n"
         "print('ORACLE' + json.dumps(out))\n"
     )

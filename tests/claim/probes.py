@@ -132,6 +132,14 @@ def xnnpack_probes() -> dict[str, Model]:
 
     out["add_fused_tanh"] = wrap(add_tanh)
 
+    def log(g, a):
+        # VisitUnaryNode takes LOG (float in, float out): one partition, not two around it
+        y = g.tensor("l", F32, s)
+        g.op("LOG", [a], [y])
+        return y, s
+
+    out["log"] = wrap(log)
+
     def mean_dynamic_axes(g, a):
         y = g.tensor("m", F32, (1,))
         axis_src = g.constant("axsrc", np.array([1], np.int32))

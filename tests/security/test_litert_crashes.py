@@ -188,7 +188,8 @@ def test_litert_prepare_errors_are_one_line(tmp_path):
     model = _custom(tmp_path, "AudioSpectrogram", _flex(VALID["AudioSpectrogram"]), n_in=3)
     out = tmp_path / "b"
     assert cli("partition", str(model), "--profile", "pixel8", "-o", str(out)).returncode == 0
-    one_line_error(cli("run", str(out), "--random"), "partition p0: LiteRT cannot")
+    line = one_line_error(cli("run", str(out), "--random"), "LiteRT cannot prepare it")
+    assert line.startswith("edgepart: error: partition p0 ") and "NumInputs" in line
 
 
 def test_absurd_thread_counts_are_refused(bundle):

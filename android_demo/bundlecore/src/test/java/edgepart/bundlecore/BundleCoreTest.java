@@ -79,9 +79,12 @@ public final class BundleCoreTest {
         @SuppressWarnings("unchecked")
         List<Object> fixtures = (List<Object>) index.get("fixtures");
         test("fixtures exist", () -> check(fixtures.size() >= 3, "fewer than 3 fixtures"));
+        StringBuilder tested = new StringBuilder("fixtures tested:");
         for (Object name : fixtures) {
             fixtureTests(fx, (String) name);
+            tested.append(' ').append((String) name);
         }
+        System.out.println(tested);
         @SuppressWarnings("unchecked")
         Map<String, Object> corrupt = (Map<String, Object>) index.get("corrupt");
         test("damaged cases exist", () -> check(corrupt.size() >= 15, "too few damaged cases"));
