@@ -21,11 +21,12 @@ nothing from ``edgepart``: each side runs in its own process with its own tree o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -69,20 +70,29 @@ def _compare(base: Path, head: Path, model: Path, profile: str, work: Path) -> t
     return name, f"identical ({len(fa)} files)"
 
 
-def _worktree(base: str, where: Path) -> Path:
+@contextlib.contextmanager
+def base_worktree(base: str, where: Path) -> Iterator[Path]:
+    """A git worktree of commit ``base`` under ``where``, C accelerators built in place; removed
+    on exit."""
     tree = where / "base-tree"
     subprocess.run(
         ["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), base],
         check=True,
         capture_output=True,
     )
-    subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-        cwd=tree,
-        check=True,
-        capture_output=True,
-    )
-    return tree
+    try:
+        subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=tree,
+            check=True,
+            capture_output=True,
+        )
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
+            capture_output=True,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,16 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     profiles = sorted(p.stem for p in (REPO / "device_profiles").glob("*.yaml"))
     with tempfile.TemporaryDirectory(prefix="edgepart-compare-") as tmp:
         work = Path(tmp)
-        base = _worktree(args.base, work)
-        try:
+        with base_worktree(args.base, work) as base:
             jobs = [(m, p) for m in paths for p in profiles]
             with ThreadPoolExecutor(args.jobs) as pool:
                 results = list(pool.map(lambda j: _compare(base, REPO, *j, work), jobs))
-        finally:
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)],
-                capture_output=True,
-            )
     bad = 0
     for name, verdict in results:
         print(f"{name:45s} {verdict}")
