@@ -24,11 +24,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edgepart.errors import PlacementInfeasibleError
+from edgepart.placement._fastscore import Scorer
 from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
-from edgepart.placement.evaluate import Evaluation, evaluate, objective_key, score
-from edgepart.placement.localsearch import local_search
-from edgepart.placement.starts import band_units, chain_dp_start, greedy_eft_start, single_starts
+from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
+from edgepart.placement.lns import Atoms, window_search
+from edgepart.placement.localsearch import Neighbourhood, local_search
+from edgepart.placement.starts import (
+    band_units,
+    chain_dp_start,
+    greedy_eft_start,
+    pack_units,
+    single_starts,
+)
 
 __all__ = ["HeuristicResult", "evaluation_budget", "repair_memory", "solve_heuristic"]
 
@@ -47,12 +55,11 @@ class HeuristicResult:
 
 
 def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
-    """Number of evaluations the heuristic may spend on ``g`` (see the module docstring)."""
-    # Small graphs (the exact solver's range) get a larger constant: each evaluation costs tens
-    # of microseconds there, and the extra search closes most of the remaining optimality gap.
-    work = 1.2e6 if g.num_nodes <= _SMALL else 3e5
-    base = work / (g.num_nodes + g.num_edges + 1)
-    return max(8, int(effort * min(12000.0, base)))
+    """Number of evaluations the heuristic may spend on ``g`` (see the module docstring).
+
+    It grows with the graph: ``6000 + 4 * nodes``, times ``effort``.
+    """
+    return max(8, int(effort * (30000 + 4 * g.num_nodes)))
 
 
 def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -129,10 +136,18 @@ def solve_heuristic(
         starts.append(("greedy-eft", greedy_eft_start(g, adm)))
     starts += [(f"single:{g.proc_names[p]}", s) for p, s in enumerate(single_starts(g, adm))]
     starts += list(extra_starts)
+    sc = Scorer(g, objective)
     scored: list[tuple[tuple[float, float], int, str, np.ndarray]] = []
+    packed = []
+    for name, units in starts:
+        pk = pack_units(g, units)
+        if not np.array_equal(pk, units):
+            packed.append((f"{name}+packed", pk))
+    starts += packed
     for name, units in starts:
         units = repair_memory(g, adm, units)
-        scored.append((score(g, units, objective), len(scored), name, units))
+        k = sc.score(units, spread=False)
+        scored.append(((k[0], k[1]), len(scored), name, units))
     used = len(scored)
     scored.sort(key=lambda s: (s[0], s[1]))
     if not math.isfinite(scored[0][0][0]):
@@ -141,19 +156,56 @@ def solve_heuristic(
             "no feasible placement found; the best attempt violates: " + ev.violations[0]
         )
     tries = [s for s in scored if math.isfinite(s[0][0])][: 3 if g.num_nodes <= 400 else 1]
+    nbh = Neighbourhood(g, adm, band_of)
     share = max(1, (budget - used) // len(tries))
     best: HeuristicResult | None = None
     stats = {"evaluations": used, "improvements": 0, "kicks": 0, "budget": budget}
+    atoms = Atoms(g, nbh)
     for i, (_, _, name, units) in enumerate(tries):
+        e_start = sc.evaluations
+
+        def left(e_start: int = e_start) -> int:
+            return share - (sc.evaluations - e_start)
+
         res_units, res_ev, st = local_search(
-            g, adm, band_of, units, objective, max_evals=share, seed=seed + i
+            g,
+            adm,
+            band_of,
+            units,
+            objective,
+            max_evals=left() // 2,
+            seed=seed + i,
+            scorer=sc,
+            nbh=nbh,
         )
-        stats["evaluations"] += st.evaluations
         stats["improvements"] += st.improvements
         stats["kicks"] += st.kicks
+        rounds = 0
+        while left() > 0 and rounds < 20:
+            rounds += 1
+            w_units, _, imp = window_search(
+                g, sc, nbh, atoms, res_units, max_evals=left(), throughput=objective == "throughput"
+            )
+            stats["windows"] = stats.get("windows", 0) + imp
+            if imp == 0:
+                break
+            res_units, res_ev, st = local_search(
+                g,
+                adm,
+                band_of,
+                w_units,
+                objective,
+                max_evals=max(1, left()),
+                seed=seed + i,
+                scorer=sc,
+                nbh=nbh,
+            )
+            stats["improvements"] += st.improvements
+            stats["kicks"] += st.kicks
         rkey = objective_key(res_ev, objective)
         if best is None or rkey < objective_key(best.evaluation, objective):
             best = HeuristicResult(res_units, res_ev, name)
+    stats["evaluations"] = sc.evaluations
     assert best is not None
     log.debug("heuristic: %s, start %s", stats, best.start)
     return HeuristicResult(best.units, best.evaluation, best.start, stats)
