@@ -177,11 +177,13 @@ class Run:
 _NO = Run(False, INF, INF)
 
 
-def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Run:
+def run(c: Compiled, units: list[int], detail: bool, spread: int = 0) -> Run:
     """Evaluate one placement; with ``detail`` False an infeasible one returns early.
 
-    ``spread`` adds the sum over nodes of the end time of their partition: how early results
-    become available overall, the local search's tie-breaker on makespan plateaus.
+    ``spread`` 1 adds the sum over nodes of the end time of their partition: how early results
+    become available overall, the local search's tie-breaker on makespan plateaus; 2 adds the
+    sum of squared unit and link loads: how balanced the resources are, the tie-breaker on
+    period plateaus (several resources equally busy).
     """
     n, uproc = c.n, c.uproc
     procs = [uproc[u] for u in units]
@@ -340,9 +342,14 @@ def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Ru
     period = max(max(load), max(link))
     ok = not unsupported and not split and fits and not unpart
     sp = 0.0
-    if spread and (ok or detail):
+    if spread == 1 and (ok or detail):
         for q in part_of:
             sp += end[q]
+    elif spread == 2 and (ok or detail):
+        for x in load:
+            sp += x * x
+        for x in link:
+            sp += x * x
     if not detail:
         return Run(ok, latency if ok else INF, period if ok else INF, 0.0, sp if ok else 0.0)
     return Run(

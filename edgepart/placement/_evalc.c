@@ -443,9 +443,14 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
         if (link[i] > mk) mk = link[i];
     *lat_out = latency;
     *per_out = mk > ml ? mk : ml;
-    if (want_spread) {
+    if (want_spread == 1) { /* how early results are available: sum of partition ends */
         double s = 0.0;
         for (int32_t v = 0; v < n; v++) s += end[part_of[v]];
+        *spread_out = s;
+    } else if (want_spread == 2) { /* balance: sum of squared unit and link loads */
+        double s = 0.0;
+        for (int32_t u = 0; u < nu; u++) s += load[u] * load[u];
+        for (int32_t i = 0; i < nd * nd; i++) s += link[i] * link[i];
         *spread_out = s;
     }
     return 1;
@@ -476,11 +481,11 @@ static int load_units(Kernel *k, PyObject *o) {
     return 0;
 }
 
-/* score(kernel, units int32[n], spread) -> (feasible, latency, period, spread) */
+/* score(kernel, units int32[n], spread 0/1/2) -> (feasible, latency, period, spread) */
 static PyObject *score(PyObject *self, PyObject *args) {
     PyObject *cap, *uo;
     int want_spread;
-    if (!PyArg_ParseTuple(args, "OOp", &cap, &uo, &want_spread)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOi", &cap, &uo, &want_spread)) return NULL;
     Kernel *k = get_kernel(cap);
     if (!k || load_units(k, uo) < 0) return NULL;
     double l, p, s;
@@ -532,17 +537,18 @@ static int better(const double *a, const double *b) {
 }
 
 /* scan(kernel, base units int32[n], move_ptr int32[m+1], move_node int32[], move_unit int32[],
- *      objective (0 latency, 1 throughput), cur key (3 floats), spread, first, keys out
+ *      objective (0 latency, 1 throughput), cur key (3 floats), spread kind, first, keys out
  *      double[3m]) -> (index of the first (first=1) or best improving move or -1, evaluated)
  *
  * Move i sets node move_node[j] to unit move_unit[j] for j in move_ptr[i]..move_ptr[i+1]-1.
- * Keys are (primary, secondary, spread); infeasible moves get inf keys.
+ * Keys are (latency, period, spread) or (period, spread, latency); infeasible moves get inf
+ * keys.
  */
 static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *cap, *uo, *po, *no, *mo, *ko;
     int objective, want_spread, first;
     double cur[3];
-    if (!PyArg_ParseTuple(args, "OOOOOi(ddd)ppO", &cap, &uo, &po, &no, &mo, &objective, &cur[0],
+    if (!PyArg_ParseTuple(args, "OOOOOi(ddd)ipO", &cap, &uo, &po, &no, &mo, &objective, &cur[0],
                           &cur[1], &cur[2], &want_spread, &first, &ko))
         return NULL;
     Kernel *k = get_kernel(cap);
@@ -577,7 +583,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "evalc.scan: move index out of range");
                 goto done;
             }
-        int32_t *saved = (int32_t *)malloc(sizeof(int32_t) * (size_t)(k->n > 0 ? k->n : 1));
+        Py_ssize_t longest = 1; /* a move may name a node twice (colocation closures) */
+        for (Py_ssize_t i = 0; i < m; i++)
+            if (mp[i + 1] - mp[i] > longest) longest = mp[i + 1] - mp[i];
+        int32_t *saved = (int32_t *)malloc(sizeof(int32_t) * (size_t)longest);
         if (!saved) {
             PyErr_NoMemory();
             goto done;
@@ -598,10 +607,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (!ok) {
                 key[0] = key[1] = INFINITY;
                 key[2] = 0.0;
-            } else if (objective == 1) {
+            } else if (objective == 1) { /* throughput: period, balance, latency */
                 key[0] = p;
-                key[1] = l;
-                key[2] = s;
+                key[1] = s;
+                key[2] = l;
             } else {
                 key[0] = l;
                 key[1] = p;

@@ -104,16 +104,22 @@ class Scorer:
     def _key(self, ok: bool, lat: float, per: float, sp: float) -> Key:
         if not ok:
             return _INF_KEY
-        return (per, lat, sp) if self.throughput else (lat, per, sp)
+        return (per, sp, lat) if self.throughput else (lat, per, sp)
+
+    def _kind(self, spread: bool) -> int:
+        """The tie-breaker: partition ends for latency, load balance for throughput."""
+        return 0 if not spread else (2 if self.throughput else 1)
 
     def score(self, units: np.ndarray | list[int], spread: bool = True) -> Key:
-        """The key of one placement."""
+        """The key of one placement: ``(latency, period, spread)`` or, for throughput,
+        ``(period, balance, latency)`` (balance = sum of squared unit and link loads: on a
+        period plateau, moving load off one of several equally busy units is progress)."""
         self.evaluations += 1
         if self.kernel is not None:
-            ok, lat, per, sp = _evalc.score(self.kernel, _i32(units), spread)
+            ok, lat, per, sp = _evalc.score(self.kernel, _i32(units), self._kind(spread))
             return self._key(ok, lat, per, sp)
         ul = units.tolist() if isinstance(units, np.ndarray) else list(units)
-        r = _core.run(self.c, ul, False, spread)
+        r = _core.run(self.c, ul, False, self._kind(spread))
         return self._key(r.feasible, r.latency, r.period, r.spread)
 
     def scan(
@@ -142,7 +148,7 @@ class Scorer:
                 _i32(move_unit),
                 1 if self.throughput else 0,
                 cur,
-                spread,
+                self._kind(spread),
                 first,
                 keys,
             )
@@ -156,7 +162,7 @@ class Scorer:
             saved = [units[mn[j]] for j in range(a, b)]
             for j in range(a, b):
                 units[mn[j]] = mu[j]
-            r = _core.run(self.c, units, False, spread)
+            r = _core.run(self.c, units, False, self._kind(spread))
             for j in range(b - 1, a - 1, -1):
                 units[mn[j]] = saved[j - a]
             done += 1

@@ -42,6 +42,7 @@ def new_highs(*, time_limit: float | None = None, mip: bool = False) -> Any:
         h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
     if mip:
         h.setOptionValue("mip_rel_gap", 1e-6)
+        h.setOptionValue("mip_abs_gap", 1e-9)
     return h
 
 
@@ -120,10 +121,10 @@ class Model:
             ]
         h.passModel(lp)
         if start is not None:
-            sol = highspy.HighsSolution()
-            sol.col_value = np.asarray(start, dtype=np.float64).tolist()
-            sol.value_valid = True
-            h.setSolution(sol)
+            # a partial start (NaN = unset): HiGHS fixes the given values and completes the rest
+            start = np.asarray(start, dtype=np.float64)
+            idx = np.flatnonzero(~np.isnan(start))
+            h.setSolution(len(idx), idx.astype(np.int32), start[idx])
         h.run()
         status = h.modelStatusToString(h.getModelStatus())
         info = h.getInfo()

@@ -43,6 +43,7 @@ from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
 
 __all__ = [
+    "LP_MAX_NODES",
     "LowerBound",
     "critical_path_bound",
     "load_bound",
@@ -50,6 +51,11 @@ __all__ = [
     "lp_latency_bound",
     "lp_period_bound",
 ]
+
+
+# The LP relaxations are built for graphs up to this size (their models grow with nodes times
+# processors plus edges times domains); larger graphs get the combinatorial bounds only.
+LP_MAX_NODES = 20_000
 
 
 @dataclass(frozen=True)
@@ -339,7 +345,8 @@ def lp_period_bound(
 def lower_bound(
     g: CostGraph, objective: str = "latency", *, lp: bool = True, time_limit: float = 30.0
 ) -> LowerBound:
-    """The best of the bounds above for ``objective`` ("latency" or "throughput").
+    """The best of the bounds above for ``objective`` ("latency" or "throughput"); the LPs only
+    with ``lp`` and up to :data:`LP_MAX_NODES` nodes.
 
     Raises
     ------
@@ -348,6 +355,7 @@ def lower_bound(
     """
     adm = admissible(g)
     parts: dict[str, float] = {}
+    lp = lp and g.num_nodes <= LP_MAX_NODES
     if objective == "throughput":
         lat = np.where(adm, g.latency, np.inf)
         parts["load"] = float(lat.min(axis=1).sum()) / g.num_units

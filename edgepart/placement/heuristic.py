@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
 from edgepart.placement.lns import Atoms, window_search
 from edgepart.placement.localsearch import Neighbourhood, local_search
+from edgepart.placement.stages import plan_stages
 from edgepart.placement.starts import (
     band_units,
     chain_dp_start,
@@ -54,12 +56,22 @@ class HeuristicResult:
     stats: dict[str, int] = field(default_factory=dict)
 
 
+BUDGET_GROWTH_LIMIT = 10_000
+
+
 def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
     """Number of evaluations the heuristic may spend on ``g`` (see the module docstring).
 
-    It grows with the graph: ``6000 + 4 * nodes``, times ``effort``.
+    It grows with the graph, ``30000 + 4 * nodes`` up to :data:`BUDGET_GROWTH_LIMIT` nodes
+    (70,000 there); beyond, where one evaluation costs milliseconds, it falls with the square of
+    the size (700 at 100,000 nodes) so the run time stays near that of 10,000 nodes. Times
+    ``effort``.
     """
-    return max(8, int(effort * (30000 + 4 * g.num_nodes)))
+    n = g.num_nodes
+    base = 30000 + 4 * min(n, BUDGET_GROWTH_LIMIT)
+    if n > BUDGET_GROWTH_LIMIT:
+        base = base * (BUDGET_GROWTH_LIMIT / n) ** 2
+    return max(8, int(effort * base))
 
 
 def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -96,6 +108,36 @@ def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarra
     return units
 
 
+# The exact stage DP runs in the default search while its (ideal, sub-ideal) pairs stay under
+# this many (about a second); beyond it the block DP gives the stage starts (throughput).
+STAGE_DP_PAIRS = 30_000
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
+def _stage_starts(g: CostGraph, objective: str) -> list[tuple[str, np.ndarray]]:
+    """Stage plans (contiguous stages, one unit each) as starts: for throughput from the exact
+    DP over ideals when it is small enough, else from the block DP; for latency from the block
+    DP with send and receive counted (sequential stages that fill memory-limited units)."""
+    out: list[tuple[str, np.ndarray]] = []
+    if objective != "throughput":
+        return out
+    # ideals beyond sqrt(2 * pairs) cannot stay under the pair cap
+    cap = int(math.isqrt(2 * STAGE_DP_PAIRS))
+    for count in (True, False):
+        plan = plan_stages(
+            g,
+            count_transfers=count,
+            max_ideals=cap,
+            max_pairs=STAGE_DP_PAIRS,
+        )
+        if plan is not None:
+            out.append((f"stages:{plan.method}{'+comm' if count else ''}", plan.units))
+    return out
+
+
 def solve_heuristic(
     g: CostGraph,
     objective: str = "latency",
@@ -103,6 +145,7 @@ def solve_heuristic(
     seed: int = 0,
     effort: float = 1.0,
     extra_starts: Sequence[tuple[str, np.ndarray]] = (),
+    deadline: float | None = None,
 ) -> HeuristicResult:
     """Find a good feasible placement of ``g`` for ``objective`` ("latency" or "throughput").
 
@@ -118,6 +161,9 @@ def solve_heuristic(
         Multiplies the evaluation budget.
     extra_starts : sequence of (name, units)
         More starting placements (e.g. the TFLite baselines).
+    deadline : float
+        A ``time.perf_counter()`` value at which the search stops (the exact solver's time
+        limit); without it the run depends on evaluation counts only (deterministic).
 
     Returns
     -------
@@ -140,14 +186,17 @@ def solve_heuristic(
     scored: list[tuple[tuple[float, float], int, str, np.ndarray]] = []
     packed = []
     for name, units in starts:
-        pk = pack_units(g, units)
-        if not np.array_equal(pk, units):
-            packed.append((f"{name}+packed", pk))
+        for bal in (False, True) if objective == "throughput" else (False,):
+            pk = pack_units(g, units, balance=bal)
+            if not np.array_equal(pk, units):
+                packed.append((f"{name}+{'balanced' if bal else 'packed'}", pk))
     starts += packed
+    starts += _stage_starts(g, objective)
     for name, units in starts:
         units = repair_memory(g, adm, units)
         k = sc.score(units, spread=False)
-        scored.append(((k[0], k[1]), len(scored), name, units))
+        k2 = (k[0], k[2]) if objective == "throughput" else (k[0], k[1])
+        scored.append((k2, len(scored), name, units))
     used = len(scored)
     scored.sort(key=lambda s: (s[0], s[1]))
     if not math.isfinite(scored[0][0][0]):
@@ -155,7 +204,15 @@ def solve_heuristic(
         raise PlacementInfeasibleError(
             "no feasible placement found; the best attempt violates: " + ev.violations[0]
         )
-    tries = [s for s in scored if math.isfinite(s[0][0])][: 3 if g.num_nodes <= 400 else 1]
+    # multi-start: the best distinct starts (three on small graphs, two on large ones)
+    tries = []
+    seen: set[bytes] = set()
+    for s_ in scored:
+        kb = s_[3].tobytes()
+        if math.isfinite(s_[0][0]) and kb not in seen:
+            seen.add(kb)
+            tries.append(s_)
+    tries = tries[: 3 if g.num_nodes <= _SMALL else 2]
     nbh = Neighbourhood(g, adm, band_of)
     share = max(1, (budget - used) // len(tries))
     best: HeuristicResult | None = None
@@ -173,18 +230,27 @@ def solve_heuristic(
             band_of,
             units,
             objective,
-            max_evals=left() // 2,
+            max_evals=(7 * left()) // 10,
             seed=seed + i,
             scorer=sc,
             nbh=nbh,
+            deadline=deadline,
         )
         stats["improvements"] += st.improvements
         stats["kicks"] += st.kicks
         rounds = 0
-        while left() > 0 and rounds < 20:
+        # alternate exact window re-solves and local search while the windows find something
+        while left() > 0 and rounds < 20 and not _late(deadline):
             rounds += 1
             w_units, _, imp = window_search(
-                g, sc, nbh, atoms, res_units, max_evals=left(), throughput=objective == "throughput"
+                g,
+                sc,
+                nbh,
+                atoms,
+                res_units,
+                max_evals=left(),
+                throughput=objective == "throughput",
+                deadline=deadline,
             )
             stats["windows"] = stats.get("windows", 0) + imp
             if imp == 0:
@@ -199,6 +265,7 @@ def solve_heuristic(
                 seed=seed + i,
                 scorer=sc,
                 nbh=nbh,
+                deadline=deadline,
             )
             stats["improvements"] += st.improvements
             stats["kicks"] += st.kicks

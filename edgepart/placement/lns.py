@@ -17,6 +17,7 @@ boundary shifted while the next segment moves elsewhere).
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -113,6 +114,7 @@ def window_search(
     limit: int = 1024,
     focus: bool | None = None,
     throughput: bool = False,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, Key, int]:
     """Sweep windows over ``start``; return the best placement, its key, improvements made.
 
@@ -130,6 +132,8 @@ def window_search(
     tg: list[list[int]] = []
     wins: list[tuple[int, int]] = []
     while sc.evaluations - e0 < max_evals:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         if stale:
             used = np.zeros(g.num_units, dtype=bool)
             used[np.unique(cur)] = True

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,18 +157,13 @@ class Neighbourhood:
             w *= 2
         singles = [np.asarray([v], dtype=np.int64) for v in range(n)]
         static = ch + [b for b in bands if len(b) > 1] + segments + windows + singles
-        blocks = [self.close(b) for b in static]
+        blocks = [self.close(b) for b in static] if self.members else static
         self.static_blocks = blocks
-        opts: list[tuple[int, np.ndarray]] = []
-        loc: list[bool] = []
         n_seg = len(ch) + len([b for b in bands if len(b) > 1]) + len(segments)
-        for i, b in enumerate(blocks):
-            o = self.options(b)
-            opts += o
-            # singles, windows and short chains are boundary adjustments; segments and bands
-            # move whole regions anywhere
-            loc += [i >= n_seg or len(b) <= (8 if i < len(ch) else 32)] * len(o)
-        self.static = _Options(opts, loc)
+        # singles, windows and short chains are boundary adjustments; segments and bands move
+        # whole regions anywhere
+        local = [i >= n_seg or len(b) <= (8 if i < len(ch) else 32) for i, b in enumerate(blocks)]
+        self.static = _options_of_blocks(blocks, local, adm)
         # node -> static options containing it (for the focused neighbourhood)
         owner = np.repeat(np.arange(len(self.static)), self.static.lens)
         srt = np.argsort(self.static.nodes, kind="stable")
@@ -282,6 +278,36 @@ class Neighbourhood:
             bidx = np.unique(_gather(self._by_node_opt, bs, bl))
             idx = np.union1d(idx, bidx[self.static.local[bidx]])
         return self.static.subset(idx)
+
+
+def _options_of_blocks(blocks: list[np.ndarray], local: list[bool], adm: np.ndarray) -> _Options:
+    """Every block's per-processor admissible parts as options (block by block, processors in
+    order), vectorized: the same as :meth:`Neighbourhood.options` on each block."""
+    lens = np.asarray([len(b) for b in blocks], dtype=np.int64)
+    nodes = np.concatenate(blocks).astype(np.int64) if blocks else np.zeros(0, np.int64)
+    owner = np.repeat(np.arange(len(blocks)), lens)
+    npr = adm.shape[1]
+    ok = adm[nodes]  # [total, P]
+    # (block, processor) of every kept node, sorted block-major
+    b_idx = np.repeat(owner, npr).reshape(-1, npr)[ok]
+    p_idx = np.tile(np.arange(npr), len(nodes)).reshape(-1, npr)[ok]
+    n_idx = np.repeat(nodes, npr).reshape(-1, npr)[ok]
+    srt = np.lexsort((p_idx, b_idx))  # stable: node order kept within (block, processor)
+    b_idx, p_idx, n_idx = b_idx[srt], p_idx[srt], n_idx[srt]
+    key = b_idx * npr + p_idx
+    starts = (
+        np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+        if len(key)
+        else (np.zeros(0, dtype=np.int64))
+    )
+    out = _Options.__new__(_Options)
+    out.proc = p_idx[starts]
+    out.lens = np.diff(np.concatenate([starts, [len(key)]])).astype(np.int64)
+    out.ptr = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(out.lens, out=out.ptr[1:])
+    out.nodes = n_idx
+    out.local = np.asarray(local, dtype=bool)[b_idx[starts]] if len(starts) else np.zeros(0, bool)
+    return out
 
 
 def moves(
@@ -458,12 +484,14 @@ def local_search(
     patience: int | None = None,
     scorer: Scorer | None = None,
     nbh: Neighbourhood | None = None,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, Evaluation, SearchStats]:
     """Improve ``start`` (unit per node) until the budget is spent or the search stalls.
 
     ``patience`` (default 30 kicks on small graphs, 4 on large ones) bounds the kicks in a
-    row that do not improve the best placement. Returns the best placement, its evaluation and
-    counters (see the module docstring).
+    row that do not improve the best placement. ``deadline`` (a ``time.perf_counter()`` value)
+    also stops it, for the exact solver's time limit; default runs never look at the clock.
+    Returns the best placement, its evaluation and counters (see the module docstring).
     """
     stats = SearchStats()
     sc = scorer if scorer is not None else Scorer(g, objective)
@@ -476,6 +504,8 @@ def local_search(
         patience = 30 if small else 4
 
     def spent() -> int:
+        if deadline is not None and time.perf_counter() > deadline:
+            return max_evals
         return sc.evaluations - e0
 
     cur = np.asarray(start, dtype=np.int64).copy()
