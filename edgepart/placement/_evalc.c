@@ -40,6 +40,11 @@ typedef struct {
     double *rdelay, *odelay, *dur, *start, *end, *freet, *load, *link, *lv;
     int64_t *weights, *arena;
     int32_t gen;
+    /* trace of a base evaluation, for evaluating moves from the first epoch they can change
+     * (allocated on first use; valid while tr_valid) */
+    int tr_valid;
+    int32_t tr_nq, *tr_ready, *tr_order, *tr_epstart, *tr_part_of, *tr_part_unit, *tr_reg;
+    double *tr_free, *tr_load, *tr_link, *tr_maxend, *tr_start, *tr_end;
 } Kernel;
 
 static void kernel_free(Kernel *k) {
@@ -58,7 +63,10 @@ static void kernel_free(Kernel *k) {
         (void **)&k->stamp, (void **)&k->outq, (void **)&k->rdelay, (void **)&k->odelay,
         (void **)&k->dur, (void **)&k->start, (void **)&k->end, (void **)&k->freet,
         (void **)&k->load, (void **)&k->link, (void **)&k->lv, (void **)&k->weights,
-        (void **)&k->arena};
+        (void **)&k->arena, (void **)&k->tr_ready, (void **)&k->tr_order,
+        (void **)&k->tr_epstart, (void **)&k->tr_part_of, (void **)&k->tr_part_unit,
+        (void **)&k->tr_reg, (void **)&k->tr_free, (void **)&k->tr_load, (void **)&k->tr_link,
+        (void **)&k->tr_maxend, (void **)&k->tr_start, (void **)&k->tr_end};
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) free(*ptrs[i]);
     free(k);
 }
@@ -229,15 +237,46 @@ static void next_gen(Kernel *k) {
     }
 }
 
-/* Evaluate k->units. Returns 1 if feasible; fills *lat, *per, *spread (when want_spread). */
-static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out,
-                    double *spread_out, int32_t *nq_out) {
+/* Allocate the trace arrays (once). Returns 0 on allocation failure (Python error set). */
+static int trace_alloc(Kernel *k) {
+    if (k->tr_ready) return 1;
+    const Py_ssize_t n = k->n, nu = k->nu, nd = k->nd;
+#define AL(field, cnt, sz) \
+    if (!(k->field = alloc((cnt), (sz)))) return 0;
+    AL(tr_ready, n, 4);
+    AL(tr_order, n, 4);
+    AL(tr_epstart, n + 1, 4);
+    AL(tr_part_of, n, 4);
+    AL(tr_part_unit, n, 4);
+    AL(tr_reg, (Py_ssize_t)k->nt * nd, 4);
+    AL(tr_free, (n + 1) * nu, 8);
+    AL(tr_load, (n + 1) * nu, 8);
+    AL(tr_link, (n + 1) * nd * nd, 8);
+    AL(tr_maxend, n + 1, 8);
+    AL(tr_start, n, 8);
+    AL(tr_end, n, 8);
+#undef AL
+    return 1;
+}
+
+/* Evaluate k->units. Returns 1 if feasible; fills *lat, *per, *spread (when want_spread).
+ *
+ * record: also fill the trace (k->tr_*) of this evaluation, as the base of later moves.
+ * e0 >= 0: k->units differs from the traced base only in nodes that become ready during epoch
+ * e0 or later (in the base run): epochs before e0 are then the base's, and the evaluation
+ * resumes there (the epochs' state is rebuilt from the base's placement order, the schedule,
+ * unit loads and link loads from the base's snapshots at epoch e0). Only without copying and
+ * single-partition processors (the caller checks). Every sum is done in the same order as a
+ * full evaluation, so the results are bit-identical. */
+static int evaluate_ex(Kernel *k, int want_spread, double *lat_out, double *per_out,
+                       double *spread_out, int32_t *nq_out, int record, int32_t e0) {
     const int32_t n = k->n, nu = k->nu, nd = k->nd, np = k->np, host = k->host;
     const int32_t *units = k->units;
     double *lv = k->lv;
     *lat_out = INFINITY;
     *per_out = INFINITY;
     *spread_out = 0.0;
+    if (record) k->tr_valid = 0;
     for (int32_t v = 0; v < n; v++) {
         double x = k->lat[(int64_t)v * np + k->uproc[units[v]]];
         if (isinf(x)) return 0;
@@ -262,13 +301,34 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
     /* epochs */
     int32_t *deg = k->deg, *part_of = k->part_of, *part_unit = k->part_unit, *hsize = k->hsize;
     int32_t *stack = k->stack, *ext = k->ext;
+    const int resume = e0 > 0;
+    int32_t nq = 0, placed = 0, order_n = 0;
     memcpy(deg, k->indeg, sizeof(int32_t) * n);
     memset(hsize, 0, sizeof(int32_t) * nu);
-    for (int32_t v = 0; v < n; v++) {
-        part_of[v] = -1;
-        if (deg[v] == 0) {
-            int32_t u = units[v];
-            k->heap[(int64_t)u * n + hsize[u]++] = v; /* ascending: already a heap */
+    if (resume) {
+        const int32_t upto = k->tr_epstart[e0];
+        for (int32_t v = 0; v < n; v++) part_of[v] = -1;
+        for (int32_t i = 0; i < upto; i++) {
+            int32_t v = k->tr_order[i];
+            part_of[v] = k->tr_part_of[v];
+            for (int32_t j = k->succ_ptr[v]; j < k->succ_ptr[v + 1]; j++) deg[k->succ_idx[j]]--;
+        }
+        for (int32_t v = 0; v < n; v++)
+            if (part_of[v] < 0 && deg[v] == 0) {
+                int32_t u = units[v];
+                k->heap[(int64_t)u * n + hsize[u]++] = v; /* ascending: already a heap */
+            }
+        memcpy(part_unit, k->tr_part_unit, sizeof(int32_t) * e0);
+        nq = e0;
+        placed = upto;
+    } else {
+        for (int32_t v = 0; v < n; v++) {
+            part_of[v] = -1;
+            if (deg[v] == 0) {
+                int32_t u = units[v];
+                k->heap[(int64_t)u * n + hsize[u]++] = v; /* ascending: already a heap */
+                if (record) k->tr_ready[v] = 0;
+            }
         }
     }
     const int single = k->any_single;
@@ -281,7 +341,6 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
                 if (units[k->pred_idx[j]] != tv) ext[tv]++;
         }
     }
-    int32_t nq = 0, placed = 0;
     for (;;) {
         int32_t best = -1, top = n;
         for (int32_t u = 0; u < nu; u++) {
@@ -295,6 +354,7 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
         if (best < 0) break;
         int32_t pid = nq++;
         part_unit[pid] = best;
+        if (record) k->tr_epstart[pid] = order_n;
         int32_t sp = hsize[best];
         memcpy(stack, k->heap + (int64_t)best * n, sizeof(int32_t) * sp);
         hsize[best] = 0;
@@ -302,12 +362,14 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
             int32_t v = stack[--sp];
             part_of[v] = pid;
             placed++;
+            if (record) k->tr_order[order_n++] = v;
             for (int32_t j = k->succ_ptr[v]; j < k->succ_ptr[v + 1]; j++) {
                 int32_t w = k->succ_idx[j];
                 int32_t dd = --deg[w];
                 int32_t tw = units[w];
                 if (single && tw != best && k->usingle[tw]) ext[tw]--;
                 if (dd == 0) {
+                    if (record) k->tr_ready[w] = pid;
                     if (tw == best)
                         stack[sp++] = w;
                     else
@@ -318,24 +380,29 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
     }
     if (placed < n) return 0; /* a single-partition unit could not open */
     *nq_out = nq;
+    const int32_t q0 = resume ? e0 : 0; /* first partition recomputed */
     double *dur = k->dur;
-    memset(dur, 0, sizeof(double) * nq);
-    for (int32_t v = 0; v < n; v++) dur[part_of[v]] += lv[v];
-    for (int32_t q = 0; q < nq; q++) dur[q] += k->udisp[part_unit[q]];
+    memset(dur + q0, 0, sizeof(double) * (nq - q0));
+    for (int32_t v = 0; v < n; v++)
+        if (part_of[v] >= q0) dur[part_of[v]] += lv[v];
+    for (int32_t q = q0; q < nq; q++) dur[q] += k->udisp[part_unit[q]];
 
     /* cross-partition reads grouped by reading partition, in the Python kernel's order */
     int32_t *qptr = k->qptr, *qfill = k->qfill;
     memset(qptr, 0, sizeof(int32_t) * (nq + 2));
     for (int32_t i = 0; i < k->n_prod; i++) {
         int32_t pc = part_of[k->prod_v[i]], ps = part_of[k->prod_s[i]];
-        if (ps != pc) qptr[pc + 1]++;
+        if (ps != pc && pc >= q0) qptr[pc + 1]++;
     }
-    for (int32_t i = 0; i < k->n_input; i++) qptr[part_of[k->in_v[i]] + 1]++;
+    for (int32_t i = 0; i < k->n_input; i++) {
+        int32_t pc = part_of[k->in_v[i]];
+        if (pc >= q0) qptr[pc + 1]++;
+    }
     for (int32_t q = 0; q < nq; q++) qptr[q + 1] += qptr[q];
     memcpy(qfill, qptr, sizeof(int32_t) * (nq + 1));
     for (int32_t i = 0; i < k->n_prod; i++) {
         int32_t pc = part_of[k->prod_v[i]], ps = part_of[k->prod_s[i]];
-        if (ps != pc) {
+        if (ps != pc && pc >= q0) {
             int32_t j = qfill[pc]++;
             k->qt[j] = k->prod_t[i];
             k->qps[j] = ps;
@@ -343,6 +410,7 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
     }
     for (int32_t i = 0; i < k->n_input; i++) {
         int32_t pc = part_of[k->in_v[i]];
+        if (pc < q0) continue;
         int32_t j = qfill[pc]++;
         k->qt[j] = k->in_t[i];
         k->qps[j] = -1;
@@ -352,10 +420,16 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
     const int32_t gen = k->gen;
     int32_t *stamp = k->stamp;
     double *link = k->link;
-    memset(link, 0, sizeof(double) * nd * nd);
-    for (int32_t q = 0; q < nq; q++) {
+    if (record)
+        for (int64_t i = 0; i < (int64_t)k->nt * nd; i++) k->tr_reg[i] = 0x7fffffff;
+    if (resume)
+        memcpy(link, k->tr_link + (int64_t)e0 * nd * nd, sizeof(double) * nd * nd);
+    else
+        memset(link, 0, sizeof(double) * nd * nd);
+    for (int32_t q = q0; q < nq; q++) {
         int32_t u = part_unit[q];
         int32_t dq = k->udom[u];
+        if (record) memcpy(k->tr_link + (int64_t)q * nd * nd, link, sizeof(double) * nd * nd);
         for (int32_t j = qptr[q]; j < qptr[q + 1]; j++) {
             int32_t t = k->qt[j], ps = k->qps[j], ds;
             double cst;
@@ -380,8 +454,9 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
                 sender = 0;
             }
             int64_t key = (int64_t)t * nd + dq;
-            if (stamp[key] != gen) {
+            if (stamp[key] != gen && !(resume && k->tr_reg[key] < e0)) {
                 stamp[key] = gen;
+                if (record) k->tr_reg[key] = q;
                 link[ds * nd + dq] += cst;
                 if (sender) dur[ps] += cst;
                 if (k->ucopy[u]) {
@@ -393,6 +468,7 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
             k->rdelay[j] = sender ? 0.0 : cst;
         }
     }
+    if (record) memcpy(k->tr_link + (int64_t)nq * nd * nd, link, sizeof(double) * nd * nd);
     for (int32_t i = 0; i < k->n_out; i++) {
         int32_t t = k->out_t[i];
         int32_t q = part_of[k->tsrc[t]];
@@ -405,7 +481,7 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
         }
         double cst = k->tcost[((int64_t)t * nd + ds) * nd + host];
         int64_t key = (int64_t)t * nd + host;
-        if (stamp[key] != gen) {
+        if (stamp[key] != gen && !(resume && k->tr_reg[key] < e0)) {
             stamp[key] = gen;
             link[ds * nd + host] += cst;
             if (k->ucopy[us]) dur[q] += cst;
@@ -414,10 +490,21 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
     }
     /* schedule */
     double *freet = k->freet, *start = k->start, *end = k->end;
-    memset(freet, 0, sizeof(double) * nu);
     double latency = 0.0;
-    for (int32_t q = 0; q < nq; q++) {
+    if (resume) {
+        memcpy(freet, k->tr_free + (int64_t)e0 * nu, sizeof(double) * nu);
+        memcpy(start, k->tr_start, sizeof(double) * e0);
+        memcpy(end, k->tr_end, sizeof(double) * e0);
+        latency = k->tr_maxend[e0];
+    } else {
+        memset(freet, 0, sizeof(double) * nu);
+    }
+    for (int32_t q = q0; q < nq; q++) {
         int32_t u = part_unit[q];
+        if (record) {
+            memcpy(k->tr_free + (int64_t)q * nu, freet, sizeof(double) * nu);
+            k->tr_maxend[q] = latency;
+        }
         double r = 0.0;
         for (int32_t j = qptr[q]; j < qptr[q + 1]; j++) {
             int32_t ps = k->rps[j];
@@ -429,13 +516,20 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
         end[q] = freet[u] = st + dur[q];
         if (q == 0 || end[q] > latency) latency = end[q];
     }
+    if (record) k->tr_maxend[nq] = latency;
     for (int32_t i = 0; i < k->n_out; i++) {
         double a = end[k->outq[i]] + k->odelay[i];
         if (a > latency) latency = a;
     }
     double *load = k->load;
-    memset(load, 0, sizeof(double) * nu);
-    for (int32_t q = 0; q < nq; q++) load[part_unit[q]] += dur[q];
+    if (resume)
+        memcpy(load, k->tr_load + (int64_t)e0 * nu, sizeof(double) * nu);
+    else
+        memset(load, 0, sizeof(double) * nu);
+    for (int32_t q = q0; q < nq; q++) {
+        if (record) memcpy(k->tr_load + (int64_t)q * nu, load, sizeof(double) * nu);
+        load[part_unit[q]] += dur[q];
+    }
     double ml = load[0], mk = link[0];
     for (int32_t u = 1; u < nu; u++)
         if (load[u] > ml) ml = load[u];
@@ -453,7 +547,21 @@ static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out
         for (int32_t i = 0; i < nd * nd; i++) s += link[i] * link[i];
         *spread_out = s;
     }
+    if (record) {
+        memcpy(k->tr_part_of, part_of, sizeof(int32_t) * n);
+        memcpy(k->tr_part_unit, part_unit, sizeof(int32_t) * nq);
+        memcpy(k->tr_start, start, sizeof(double) * nq);
+        memcpy(k->tr_end, end, sizeof(double) * nq);
+        k->tr_epstart[nq] = order_n;
+        k->tr_nq = nq;
+        k->tr_valid = 1;
+    }
     return 1;
+}
+
+static int evaluate(Kernel *k, int want_spread, double *lat_out, double *per_out,
+                    double *spread_out, int32_t *nq_out) {
+    return evaluate_ex(k, want_spread, lat_out, per_out, spread_out, nq_out, 0, -1);
 }
 
 static Kernel *get_kernel(PyObject *cap) {
@@ -593,15 +701,31 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         Py_ssize_t best = -1, done_count = 0;
         double bestk[3] = {cur[0], cur[1], cur[2]};
+        /* incremental evaluation: trace the base placement once, then evaluate each move from
+         * the first epoch it can change (not with copying or single-partition units, whose
+         * effects reach back to earlier partitions) */
+        int incremental = !k->any_copy && !k->any_single && m > 1 && trace_alloc(k);
+        if (!incremental && PyErr_Occurred()) {
+            free(saved);
+            goto done;
+        }
+        if (incremental) {
+            double l0, p0, s0;
+            int32_t nq0 = 0;
+            incremental = evaluate_ex(k, want_spread, &l0, &p0, &s0, &nq0, 1, -1);
+        }
         for (Py_ssize_t i = 0; i < m; i++) {
             int32_t a = mp[i], b = mp[i + 1];
+            int32_t e0 = 0x7fffffff;
             for (int32_t j = a; j < b; j++) {
                 saved[j - a] = k->units[mn[j]];
                 k->units[mn[j]] = mu[j];
+                if (incremental && k->tr_ready[mn[j]] < e0) e0 = k->tr_ready[mn[j]];
             }
             double l, p, s, key[3];
             int32_t nq = 0;
-            int ok = evaluate(k, want_spread, &l, &p, &s, &nq);
+            if (!incremental || e0 == 0x7fffffff) e0 = -1;
+            int ok = evaluate_ex(k, want_spread, &l, &p, &s, &nq, 0, e0);
             for (int32_t j = b - 1; j >= a; j--) k->units[mn[j]] = saved[j - a];
             done_count++;
             if (!ok) {

@@ -62,13 +62,13 @@ BUDGET_GROWTH_LIMIT = 10_000
 def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
     """Number of evaluations the heuristic may spend on ``g`` (see the module docstring).
 
-    It grows with the graph, ``30000 + 4 * nodes`` up to :data:`BUDGET_GROWTH_LIMIT` nodes
+    It grows with the graph, ``40000 + 3 * nodes`` up to :data:`BUDGET_GROWTH_LIMIT` nodes
     (70,000 there); beyond, where one evaluation costs milliseconds, it falls with the square of
     the size (700 at 100,000 nodes) so the run time stays near that of 10,000 nodes. Times
     ``effort``.
     """
     n = g.num_nodes
-    base = 30000 + 4 * min(n, BUDGET_GROWTH_LIMIT)
+    base = 40000 + 3 * min(n, BUDGET_GROWTH_LIMIT)
     if n > BUDGET_GROWTH_LIMIT:
         base = base * (BUDGET_GROWTH_LIMIT / n) ** 2
     return max(8, int(effort * base))
@@ -118,20 +118,18 @@ def _late(deadline: float | None) -> bool:
 
 
 def _stage_starts(g: CostGraph, objective: str) -> list[tuple[str, np.ndarray]]:
-    """Stage plans (contiguous stages, one unit each) as starts: for throughput from the exact
-    DP over ideals when it is small enough, else from the block DP; for latency from the block
-    DP with send and receive counted (sequential stages that fill memory-limited units)."""
+    """Stage plans (contiguous stages, one unit each) as starts, from the exact DP over ideals
+    when it is small enough, else from the block DP: for throughput the slowest stage is
+    minimized (with and without send and receive), for latency the sum of the stages (run one
+    after another, send and receive counted: sequential stages that fill memory-limited units
+    or single-partition units)."""
     out: list[tuple[str, np.ndarray]] = []
-    if objective != "throughput":
-        return out
     # ideals beyond sqrt(2 * pairs) cannot stay under the pair cap
     cap = int(math.isqrt(2 * STAGE_DP_PAIRS))
-    for count in (True, False):
+    total = objective != "throughput"
+    for count in (True, False) if not total else (True,):
         plan = plan_stages(
-            g,
-            count_transfers=count,
-            max_ideals=cap,
-            max_pairs=STAGE_DP_PAIRS,
+            g, count_transfers=count, max_ideals=cap, max_pairs=STAGE_DP_PAIRS, total=total
         )
         if plan is not None:
             out.append((f"stages:{plan.method}{'+comm' if count else ''}", plan.units))

@@ -49,6 +49,7 @@ __all__ = ["SMALL", "Neighbourhood", "SearchStats", "critical_nodes", "local_sea
 
 SMALL = 400  # graphs up to this many nodes get the rich neighbourhoods everywhere
 _CHUNK = 2048  # moves per kernel call (the budget is checked between calls)
+_REBUILD = 8  # small graphs: improvements before the move list is rebuilt
 _DEBUG = bool(os.environ.get("EP_DEBUG"))
 
 
@@ -383,9 +384,10 @@ def moves(
 
 
 def pair_moves(
-    pairs: list[tuple[_Options, _Options]], targets: list[list[int]], cur: np.ndarray
+    pairs: list[tuple[_Options, _Options]], targets: list[list[int]], cur: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Two adjacent atoms at once, each to a target unit of one of its processors."""
+    """Two adjacent atoms at once, each to a target unit of one of its processors (without
+    ``cur``, moves that change nothing are kept: they score as no improvement)."""
     ptr, nodes, units = [0], [], []
     for oa, ob in pairs:
         tb = [
@@ -397,7 +399,7 @@ def pair_moves(
             na = oa.nodes[oa.ptr[i] : oa.ptr[i + 1]]
             for ua in targets[int(oa.proc[i])]:
                 for ub, nb in tb:
-                    if (cur[na] == ua).all() and (cur[nb] == ub).all():
+                    if cur is not None and (cur[na] == ua).all() and (cur[nb] == ub).all():
                         continue
                     nodes.append(na)
                     units.append(np.full(len(na), ua, dtype=np.int64))
@@ -470,6 +472,37 @@ def critical_nodes(
                 break
             q = max(cands, key=lambda x: (end[x], x))
     return crit_q[part_of], part_of, crit_q, nq
+
+
+def _build(
+    g: CostGraph,
+    mv: Neighbourhood,
+    sc: Scorer,
+    cur: np.ndarray,
+    tg: list[list[int]],
+    throughput: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The single-block moves from ``cur``: partition-level ones, then the static blocks
+    (focused on the critical path on large graphs)."""
+    if mv.small:
+        from edgepart.placement import _core
+
+        po, pu = _core.epochs(sc.c, cur.tolist())
+        part_of, nq = np.asarray(po, dtype=np.int64), len(pu)
+        popts = mv.partition_options(part_of, nq, None)
+        stat = mv.static
+    else:
+        crit, part_of, crit_q, nq = critical_nodes(g, sc, cur, throughput)
+        popts = mv.partition_options(part_of, nq, crit_q)
+        stat = mv.focused_static(np.flatnonzero(crit), np.flatnonzero(crit & boundary(g, cur)))
+    gl = None if mv.small else g
+    p1, n1, u1 = moves(popts, tg, cur, gl)
+    p2, n2, u2 = moves(stat, tg, cur, gl)
+    return (
+        np.concatenate([p1, p2[1:] + p1[-1]]),
+        np.concatenate([n1, n2]),
+        np.concatenate([u1, u2]),
+    )
 
 
 def local_search(
@@ -585,35 +618,34 @@ def local_search(
         return False
 
     stale = 0
+    built: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    since = 0  # improvements since the move list was built (small graphs reuse it a while)
+    pair_cache: dict[tuple[tuple[int, ...], ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     while spent() < max_evals:
         used = np.zeros(g.num_units, dtype=bool)
         used[np.unique(cur)] = True
         tg = mv.targets(used)
-        if small:
-            from edgepart.placement import _core
-
-            po, pu = _core.epochs(sc.c, cur.tolist())
-            part_of, nq = np.asarray(po, dtype=np.int64), len(pu)
-            popts = mv.partition_options(part_of, nq, None)
-            stat = mv.static
-        else:
-            crit, part_of, crit_q, nq = critical_nodes(g, sc, cur, throughput)
-            popts = mv.partition_options(part_of, nq, crit_q)
-            stat = mv.focused_static(np.flatnonzero(crit), np.flatnonzero(crit & boundary(g, cur)))
-        gl = None if small else g
-        p1, n1, u1 = moves(popts, tg, cur, gl)
-        p2, n2, u2 = moves(stat, tg, cur, gl)
-        built = (
-            np.concatenate([p1, p2[1:] + p1[-1]]),
-            np.concatenate([n1, n2]),
-            np.concatenate([u1, u2]),
-        )
+        if built is None or not small or since >= _REBUILD:
+            built = _build(g, mv, sc, cur, tg, throughput)
+            since = 0
         r1 = scan("single", built)
         if _DEBUG:
             print("scan", len(built[0]) - 1, "moves ->", r1, key[:2], spent())
+        if r1 is False and small and since > 0:
+            built, since = None, 0  # stale list: rebuild and rescan before calling it optimal
+            continue
+        if r1:
+            since += 1
         r2: bool | None = None
         if not r1 and small and mv.pairs:
-            r2 = scan("pair", pair_moves(mv.pairs, tg, cur))
+            tkey = tuple(tuple(t) for t in tg)
+            if tkey not in pair_cache:
+                if len(pair_cache) > 64:
+                    pair_cache.clear()
+                pair_cache[tkey] = pair_moves(mv.pairs, tg, None)
+            r2 = scan("pair", pair_cache[tkey])
+            if r2:
+                built = None
         if r1 or r2:
             if better(key, best_key):
                 best, best_key = cur.copy(), key
@@ -628,6 +660,7 @@ def local_search(
         stale += 1
         cur = _kick(g, mv, best, rng, sc)
         key = sc.score(cur)
+        built = None
         if better(key, best_key):
             best, best_key = cur.copy(), key
             stale = 0

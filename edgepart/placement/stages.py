@@ -210,8 +210,14 @@ def plan_stages(
     max_pairs: int = 30_000,
     max_blocks: int = 160,
     method: str = "auto",
+    total: bool = False,
 ) -> StagePlan | None:
     """The stage plan with the smallest period (module docstring); None if none fits memory.
+
+    With ``total`` the sum of the stage times is minimized instead of the largest: the stages
+    run one after another for one input (a latency-oriented split, e.g. of a model whose
+    weights must spread over memory-limited units that each run one partition);
+    :attr:`StagePlan.period_s` is still the slowest stage.
 
     Parameters
     ----------
@@ -225,6 +231,8 @@ def plan_stages(
         Blocks of the execution order for the ``blocks`` DP.
     method : str
         "auto", "ideals" (None if the caps are exceeded) or "blocks".
+    total : bool
+        Minimize the sum of the stage times instead of the largest.
     """
     adm = admissible(g)
     tab = _Tables(g, adm)
@@ -349,6 +357,7 @@ def _dp(
     max_pairs: int,
     method: str,
     members: Callable[[int, int], np.ndarray],
+    total: bool = False,
 ) -> StagePlan | None:
     """DP over ideals ``0..len(sizes)-1`` (the smallest empty, the largest the whole graph):
     ``subs(j)`` lists the smaller ideals ``i`` with the stage ``j \\ i``'s statistics,
@@ -400,7 +409,8 @@ def _dp(
                 continue
             t = disp[p] + comp[ok, p] + k * comm[ok, dom[p]]
             sst = src_states[p]
-            val = np.maximum(dp[ii[ok]][:, sst], t[:, None])  # [pairs, states]
+            prev = dp[ii[ok]][:, sst]
+            val = prev + t[:, None] if total else np.maximum(prev, t[:, None])  # [pairs, states]
             a = np.argmin(val, axis=0)
             v = val[a, np.arange(len(sst))]
             dst = sst + radix[p]
