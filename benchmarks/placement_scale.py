@@ -54,15 +54,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from edgepart.placement.baseline import Baseline, best_baseline, tflite_baselines
 from edgepart.placement.bounds import lower_bound
 from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph, costgraph_from_dict
 from edgepart.placement.evaluate import evaluate, objective_key
 from edgepart.placement.heuristic import solve_heuristic
-from edgepart.placement.milp import milp_exact_for, solve_milp
+from edgepart.placement.milp import solve_milp
 from edgepart.placement.placement_check import check_evaluation
 from edgepart.placement.solve import SolveOptions, partition_costgraph
 from edgepart.placement.stages import plan_stages
@@ -242,8 +240,13 @@ def _primary(ev: Any, objective: str) -> float:
 def run_instance(
     name: str, g: CostGraph, ref: Baseline | None, args: argparse.Namespace
 ) -> dict[str, Any]:
-    row: dict[str, Any] = {"name": name, "nodes": g.num_nodes, "edges": g.num_edges,
-                           "units": g.num_units, "processors": g.num_procs}
+    row: dict[str, Any] = {
+        "name": name,
+        "nodes": g.num_nodes,
+        "edges": g.num_edges,
+        "units": g.num_units,
+        "processors": g.num_procs,
+    }
     adm = admissible(g)
     singles = single_starts(g, adm)
     bl = tflite_baselines(g) + ([ref] if ref is not None else [])
@@ -261,9 +264,7 @@ def run_instance(
         # baselines: TFLite default(s) and each processor alone (with fallbacks)
         base = ref if ref is not None and ref.feasible else best_baseline(bl, objective)
         o["tflite"] = _primary(base.evaluation, objective) if base is not None else math.inf
-        o["single"] = [
-            _primary(evaluate(g, s), objective) for s in singles
-        ]
+        o["single"] = [_primary(evaluate(g, s), objective) for s in singles]
         o["worse_than_single"] = sum(
             d_val > x * (1 + 1e-9) for x in o["single"] if math.isfinite(x)
         )
@@ -271,7 +272,10 @@ def run_instance(
         # long runs
         t1 = time.perf_counter()
         h = solve_heuristic(
-            g, objective, seed=1, effort=args.long_effort,
+            g,
+            objective,
+            seed=1,
+            effort=args.long_effort,
             extra_starts=[("default", sol.units)] + [(b.name, b.units) for b in bl if b.feasible],
         )
         cands["long"] = _primary(h.evaluation, objective)
@@ -301,8 +305,13 @@ def run_instance(
                 (False, args.dp_pairs_extended, "-ext"),
             ):
                 t2 = time.perf_counter()
-                plan = plan_stages(g, count_transfers=count, max_pairs=cap,
-                                   max_ideals=args.dp_ideals, method="ideals")
+                plan = plan_stages(
+                    g,
+                    count_transfers=count,
+                    max_pairs=cap,
+                    max_ideals=args.dp_ideals,
+                    method="ideals",
+                )
                 if plan is None and not tag:
                     plan = plan_stages(g, count_transfers=count, method="blocks")
                 if plan is None:
@@ -368,8 +377,11 @@ def summarize(rows: list[dict[str, Any]]) -> None:
         t2 = [x["default_s"] for x in thr]
         dp_ok = dp_n = 0
         for x in thr:
-            evals = [d["eval_period"] for k, d in x.get("dp", {}).items()
-                     if d["method"] == "ideals" and not k.endswith("-ext")]
+            evals = [
+                d["eval_period"]
+                for k, d in x.get("dp", {}).items()
+                if d["method"] == "ideals" and not k.endswith("-ext")
+            ]
             if evals:
                 dp_n += 1
                 dp_ok += x["default"] <= min(evals) * (1 + 1e-9)
@@ -384,32 +396,43 @@ def summarize(rows: list[dict[str, Any]]) -> None:
     for obj in ("latency", "throughput"):
         worse_s = [r["name"] for r in rows if r[obj]["worse_than_single"]]
         worse_t = [r["name"] for r in rows if r[obj]["worse_than_tflite"]]
-        print(f"{obj}: worse than a processor alone: {len(worse_s)} {worse_s[:4]}; worse than "
-              f"TFLite's default: {len(worse_t)} {worse_t[:4]}")
+        print(
+            f"{obj}: worse than a processor alone: {len(worse_s)} {worse_s[:4]}; worse than "
+            f"TFLite's default: {len(worse_t)} {worse_t[:4]}"
+        )
     for ext, label in (("", "default caps"), ("-ext", "extended caps")):
         ideal_rows = []
         for r in rows:
             dp = r["throughput"].get("dp", {})
-            ideal = [d for k, d in dp.items() if d["method"] == "ideals" and k.endswith(ext)
-                     and (ext or not k.endswith("-ext"))]
+            ideal = [
+                d
+                for k, d in dp.items()
+                if d["method"] == "ideals" and k.endswith(ext) and (ext or not k.endswith("-ext"))
+            ]
             if ideal:
-                ideal_rows.append((r, min(d["model_period"] for d in ideal),
-                                   min(d["eval_period"] for d in ideal)))
+                ideal_rows.append(
+                    (r, min(d["model_period"] for d in ideal), min(d["eval_period"] for d in ideal))
+                )
         if ideal_rows:
             le_model = sum(r["throughput"]["default"] <= m * (1 + 1e-9) for r, m, _ in ideal_rows)
             le_eval = sum(r["throughput"]["default"] <= e * (1 + 1e-9) for r, _, e in ideal_rows)
             worst = max(r["throughput"]["default"] / e - 1 for r, _, e in ideal_rows)
-            print(f"throughput vs the exact stage DP over ideals, {label} ({len(ideal_rows)} "
-                  f"instances where it runs): default <= its optimum (stage model) on "
-                  f"{le_model}, <= its plan as evaluated on {le_eval}; worst "
-                  f"{_pct(worst)} above the plan")
+            print(
+                f"throughput vs the exact stage DP over ideals, {label} ({len(ideal_rows)} "
+                f"instances where it runs): default <= its optimum (stage model) on "
+                f"{le_model}, <= its plan as evaluated on {le_eval}; worst "
+                f"{_pct(worst)} above the plan"
+            )
     for target in (1000, 10000):
         near = [r for r in rows if abs(r["nodes"] - target) <= 0.1 * target]
         if near:
             ts = [r["latency"]["default_s"] for r in near] + [
-                r["throughput"]["default_s"] for r in near]
-            print(f"default time at ~{target} nodes ({len(near)} graphs x 2 objectives): "
-                  f"median {statistics.median(ts):.2f} s, max {max(ts):.2f} s")
+                r["throughput"]["default_s"] for r in near
+            ]
+            print(
+                f"default time at ~{target} nodes ({len(near)} graphs x 2 objectives): "
+                f"median {statistics.median(ts):.2f} s, max {max(ts):.2f} s"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -462,8 +485,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(r)
             lat, thr = r["latency"], r["throughput"]
             print(
-                f"{name:>44} n={r['nodes']:>5} u={r['units']:>2} | lat gap {_pct(lat['gap_to_best'])}"
-                f" (best {lat['best_by']}{', proven' if lat['proven'] else ''}) bound gap "
+                f"{name:>44} n={r['nodes']:>5} u={r['units']:>2} | lat gap "
+                f"{_pct(lat['gap_to_best'])} (best {lat['best_by']}{', proven' if lat['proven'] else ''}) bound gap "
                 f"{_pct(lat['gap_to_bound'])} {lat['default_s']:.2f}s | thr gap "
                 f"{_pct(thr['gap_to_best'])} (best {thr['best_by']}) bound gap "
                 f"{_pct(thr['gap_to_bound'])} {thr['default_s']:.2f}s | load {r['load']:.1f}",

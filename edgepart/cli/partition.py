@@ -126,6 +126,23 @@ def _options(args: argparse.Namespace) -> tuple[str, Any]:
     return method, opts
 
 
+def _print_bound(sol: Any) -> None:
+    """``--exact``: the incumbent, the best lower bound and their gap (the search's answer
+    within its time limit)."""
+    if sol.method != "exact":
+        return
+    inc, lb = sol.info.get("incumbent"), sol.info.get("bound")
+    if inc is None or lb is None:
+        return
+    gap = inc / lb - 1.0 if lb > 0 else float("inf")
+    unit = "s" if sol.options.objective == "latency" else "s period"
+    print(
+        f"exact: incumbent {inc * 1e3:.6g} m{unit}, lower bound {lb * 1e3:.6g} m{unit} "
+        f"(gap {100 * gap:.3g} %), {'optimal' if sol.optimal else 'optimality not proven'} "
+        f"within the {sol.options.time_limit:g} s limit"
+    )
+
+
 def handler(args: argparse.Namespace) -> int:
     if args.model and args.graph:
         raise UsageError("give either MODEL or --graph, not both")
@@ -147,6 +164,7 @@ def _graph(args: argparse.Namespace, method: str, opts: Any) -> int:
     if args.output:
         atomic_write_text(args.output, plan_json(sol, source))
     print(format_report(sol), end="")
+    _print_bound(sol)
     if args.output:
         print(f"plan written to {args.output}")
     return 0
@@ -198,6 +216,7 @@ def _model(args: argparse.Namespace, method: str, opts: Any) -> int:
         parts = placed_partitions(problem, sol.evaluation)
     report = format_model_report(problem, sol, parts, default, arena)
     print(report, end="")
+    _print_bound(sol)
     print(f"time: model to cost graph {t1 - t0:.2f} s, {method} {t2 - t1:.2f} s")
     if args.output:
         atomic_write_text(os.path.join(args.output, "partition_report.txt"), report)

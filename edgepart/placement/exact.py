@@ -176,7 +176,7 @@ def solve_exact(
     group = g.coloc.tolist()
     gfirst = [int(m[0]) if len(m) else -1 for m in group_members(g)]
 
-    if n > BB_MAX_NODES or best_units is None and n > 60:
+    if n > BB_MAX_NODES or (best_units is None and n > 60):
         # beyond the branch and bound's reach: the incumbent and the bound are the answer
         if best_units is None or best_ev is None:
             arr = g.proc_first_unit[np.argmin(np.where(adm, g.latency, np.inf), axis=1)]
@@ -221,7 +221,7 @@ def solve_exact(
                     if a > s:
                         s = a
                 f = s + lat_l[v][q]
-                out.append((f + tail_l[v][q] - lat_l[v][q], u, q, f))
+                out.append((f + tail_l[v][q] - lat_l[v][q], int(u), int(q), f))
         out.sort()
         return out
 
@@ -234,8 +234,9 @@ def solve_exact(
         k, work, lb_fin, children, ci, applied = fr
         assert isinstance(k, int) and isinstance(work, float) and isinstance(lb_fin, float)
         if applied is not None:  # back from a child: undo it
-            u_, q_, old = applied  # type: ignore[misc]
-            load[u_], wsum[u_], arena[u_], used[q_] = old
+            assert isinstance(applied, tuple)
+            u_, q_, old_ = applied
+            load[u_], wsum[u_], arena[u_], used[q_] = old_
             count[u_] -= 1
             unit[k] = -1
             fr[5] = None

@@ -70,22 +70,21 @@ def _combos(
     choice_lists: list[list[tuple[int, np.ndarray]]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every combination but the all-keep one, as CSR moves."""
+    lists = [[(u, nd.tolist()) for u, nd in cl] for cl in choice_lists]
     ptr, nodes, units = [0], [], []
-    for combo in itertools.product(*choice_lists):
-        parts = [(u, nd) for u, nd in combo if u >= 0]
-        if not parts:
-            continue
-        for u, nd in parts:
-            nodes.append(nd)
-            units.append(np.full(len(nd), u, dtype=np.int64))
-        ptr.append(ptr[-1] + sum(len(nd) for _, nd in parts))
-    if len(ptr) == 1:
-        z = np.zeros(0, dtype=np.int64)
-        return np.zeros(1, dtype=np.int64), z, z
+    for combo in itertools.product(*lists):
+        total = 0
+        for u, nd in combo:
+            if u >= 0:
+                nodes.extend(nd)
+                units.extend([u] * len(nd))
+                total += len(nd)
+        if total:
+            ptr.append(ptr[-1] + total)
     return (
         np.asarray(ptr, dtype=np.int64),
-        np.concatenate(nodes).astype(np.int64),
-        np.concatenate(units).astype(np.int64),
+        np.asarray(nodes, dtype=np.int64),
+        np.asarray(units, dtype=np.int64),
     )
 
 
@@ -126,7 +125,7 @@ def window_search(
     key = sc.score(cur)
     improved = 0
     if focus is None:
-        focus = not nbh.small
+        focus = g.num_nodes > 150
     pos, misses = 0, 0
     stale = True  # targets, sizes and window starts must be recomputed
     tg: list[list[int]] = []

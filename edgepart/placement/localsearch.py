@@ -264,6 +264,13 @@ class Neighbourhood:
                     loc += [True] * len(o)
         return _Options(out, loc)
 
+    def touching(self, nodes: np.ndarray) -> np.ndarray:
+        """Indices of the static options containing any of ``nodes``."""
+        starts = self._by_node_ptr[nodes]
+        lens = self._by_node_ptr[nodes + 1] - starts
+        out: np.ndarray = np.unique(_gather(self._by_node_opt, starts, lens))
+        return out
+
     def focused_static(self, nodes: np.ndarray, boundary: np.ndarray | None = None) -> _Options:
         """Static options touching any of ``nodes``; local ones (boundary adjustments) only when
         they touch ``boundary`` (nodes with a neighbour on another unit), when given."""
@@ -534,7 +541,7 @@ def local_search(
     rng = np.random.default_rng(seed)
     throughput = objective == "throughput"
     if patience is None:
-        patience = 30 if small else 4
+        patience = 30 if g.num_nodes < 100 else 8 if small else 4
 
     def spent() -> int:
         if deadline is not None and time.perf_counter() > deadline:

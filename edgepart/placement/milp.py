@@ -360,7 +360,8 @@ def canonical_units(g: CostGraph, units: np.ndarray) -> np.ndarray:
         relabel = {u: f + i for i, u in enumerate(used)}
         for u, nu in relabel.items():
             out[units == u] = nu
-    return out
+    result: np.ndarray = out
+    return result
 
 
 def _warm_values(

@@ -137,7 +137,7 @@ def _exact(g: CostGraph, o: SolveOptions, bl: list[Baseline]) -> tuple[np.ndarra
     left = tl - (time.perf_counter() - t0)
     if o.objective == "latency" and g.num_nodes <= MILP_MAX_NODES and left > 0.2 * tl:
         r = solve_milp(g, time_limit=0.5 * left, start=h.units)
-        info["milp"] = {"status": r.status, "exact": r.exact, "seconds": r.seconds}
+        info["milp"] = {"status": r.status, "exact": r.exact}
         if r.units is not None and r.evaluation is not None and r.evaluation.feasible:
             incumbents.append(r.units)
         if r.exact:
@@ -150,8 +150,8 @@ def _exact(g: CostGraph, o: SolveOptions, bl: list[Baseline]) -> tuple[np.ndarra
     info.update(
         {
             "optimal": optimal,
-            "bound": bound,
-            "incumbent": best,
+            "bound": bound if math.isfinite(bound) else None,
+            "incumbent": best if math.isfinite(best) else None,
             "nodes_explored": r2.nodes_explored,
             "leaves": r2.leaves,
             "seconds": time.perf_counter() - t0,

@@ -249,6 +249,7 @@ def plan_stages(
                 max_pairs,
                 "ideals",
                 lambda j, i: np.asarray(_members(ideals[j] & ~ideals[i]), dtype=np.int64),
+                total,
             )
             if res is not None or method == "ideals":
                 return res
@@ -288,6 +289,7 @@ def plan_stages(
         10**12,
         "blocks",
         lambda j, i: np.arange(bounds[i], bounds[j], dtype=np.int64),
+        total,
     )
 
 
@@ -456,10 +458,6 @@ def _sub_stages(
     inadmissibility, weights, arena and per-domain receive and send costs."""
     npr = g.num_procs
     nd = tab.nd
-    lat, adm = tab.lat, tab.adm
-    wts = g.weight_bytes.tolist()
-    act = g.activation_bytes.tolist()
-    t_in, t_out = tab.t_in, tab.t_out
     # Depth-first over the sub-ideals of J, removing one maximal element at a time: the stage
     # J \ I grows backwards (a node joins after all its successors in J). Each sub-ideal is
     # visited once; the integer bookkeeping (successors left in I, consumers of a tensor inside
