@@ -486,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
             lat, thr = r["latency"], r["throughput"]
             print(
                 f"{name:>44} n={r['nodes']:>5} u={r['units']:>2} | lat gap "
-                f"{_pct(lat['gap_to_best'])} (best {lat['best_by']}{', proven' if lat['proven'] else ''}) bound gap "
+                f"{_pct(lat['gap_to_best'])} (best {lat['best_by']}"
+                f"{', proven' if lat['proven'] else ''}) bound gap "
                 f"{_pct(lat['gap_to_bound'])} {lat['default_s']:.2f}s | thr gap "
                 f"{_pct(thr['gap_to_best'])} (best {thr['best_by']}) bound gap "
                 f"{_pct(thr['gap_to_bound'])} {thr['default_s']:.2f}s | load {r['load']:.1f}",
