@@ -20,7 +20,7 @@ For each instance and objective:
 
 * **default**: :func:`~edgepart.placement.solve.partition_costgraph` with default settings
   (timed; load average printed);
-* **long**: the heuristic with ``--long-effort`` (default 8) times the budget and another seed;
+* **long**: the heuristic with ``--long-effort`` (default 6) times the budget and another seed,
   latency also the MILP (HiGHS, ``--milp-time`` seconds, warm-started from the best plan, graphs
   up to ``--milp-max-nodes``); throughput also the stage DP over ideals (the contiguous-split
   optimum) where it runs under ``--dp-pairs`` pairs, and over blocks;
@@ -298,12 +298,13 @@ def run_instance(
                 bound_extra = r.bound
         if objective == "throughput":
             dp = {}
-            for count, cap, tag in (
-                (True, args.dp_pairs, ""),
-                (False, args.dp_pairs, ""),
-                (True, args.dp_pairs_extended, "-ext"),
-                (False, args.dp_pairs_extended, "-ext"),
-            ):
+            runs = [(True, args.dp_pairs, ""), (False, args.dp_pairs, "")]
+            if g.num_nodes <= args.dp_ext_max_nodes:
+                runs += [
+                    (True, args.dp_pairs_extended, "-ext"),
+                    (False, args.dp_pairs_extended, "-ext"),
+                ]
+            for count, cap, tag in runs:
                 t2 = time.perf_counter()
                 plan = plan_stages(
                     g,
@@ -442,11 +443,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-corpus", action="store_true")
     ap.add_argument("--corpus", nargs="*", default=["ops_300", "big_graph_4k"])
     ap.add_argument("--fiddle", help="directory of msr-fiddle/dnn-partitioning (user-fetched)")
-    ap.add_argument("--long-effort", type=float, default=8.0)
-    ap.add_argument("--milp-time", type=float, default=120.0)
-    ap.add_argument("--milp-max-nodes", type=int, default=1500)
+    ap.add_argument("--long-effort", type=float, default=6.0)
+    ap.add_argument("--milp-time", type=float, default=90.0)
+    ap.add_argument("--milp-max-nodes", type=int, default=1200)
     ap.add_argument("--dp-pairs", type=int, default=30_000, help="the stage DP's default cap")
     ap.add_argument("--dp-pairs-extended", type=int, default=400_000)
+    ap.add_argument("--dp-ext-max-nodes", type=int, default=2500)
     ap.add_argument("--dp-ideals", type=int, default=3000)
     ap.add_argument("--lp-time", type=float, default=60.0)
     ap.add_argument("--json", help="append one JSON row per instance here")

@@ -62,15 +62,15 @@ BUDGET_GROWTH_LIMIT = 10_000
 def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
     """Number of evaluations the heuristic may spend on ``g`` (see the module docstring).
 
-    It grows with the graph, ``40000 + 3 * nodes`` up to :data:`BUDGET_GROWTH_LIMIT` nodes
-    (70,000 there); graphs of 200 nodes and more small enough that an evaluation costs a few
+    It grows with the graph, ``40000 + 2 * nodes`` up to :data:`BUDGET_GROWTH_LIMIT` nodes
+    (60,000 there); graphs of 200 nodes and more small enough that an evaluation costs a few
     microseconds get more, ``6e7 / (nodes + edges)`` (at most 300,000; the search usually
     stalls and stops long before). Beyond :data:`BUDGET_GROWTH_LIMIT` nodes, where one
-    evaluation costs milliseconds, it falls with the square of the size (700 at 100,000 nodes)
+    evaluation costs milliseconds, it falls with the square of the size (600 at 100,000 nodes)
     so the run time stays near that of 10,000 nodes. Times ``effort``.
     """
     n = g.num_nodes
-    base: float = 40000 + 3 * min(n, BUDGET_GROWTH_LIMIT)
+    base: float = 40000 + 2 * min(n, BUDGET_GROWTH_LIMIT)
     if n >= 200:  # (smaller graphs converge within the base budget)
         base = max(base, min(300_000, 6e7 / (n + g.num_edges + 1)))
     if n > BUDGET_GROWTH_LIMIT:

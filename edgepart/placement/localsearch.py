@@ -240,13 +240,12 @@ class Neighbourhood:
         """Options of the current partitions; prefixes and suffixes of the focused ones."""
         order = np.argsort(part_of, kind="stable")
         cut = np.searchsorted(part_of[order], np.arange(nparts + 1))
-        out: list[tuple[int, np.ndarray]] = []
+        blocks: list[np.ndarray] = []
         loc: list[bool] = []
         for i in range(nparts):
             p = order[cut[i] : cut[i + 1]]
-            o = self.closed_options(p)
-            out += o
-            loc += [False] * len(o)
+            blocks.append(p)
+            loc.append(False)
             if len(p) > 2 and (self.small or (focus is not None and focus[i])):
                 ks: list[int] = list(range(1, len(p) - 1))
                 if len(p) > (40 if self.small else 8):  # split points at powers of two
@@ -259,16 +258,19 @@ class Neighbourhood:
                         }
                     )
                 for k in ks:
-                    o = self.closed_options(p[: k + 1]) + self.closed_options(p[k:])
-                    out += o
-                    loc += [True] * len(o)
-        return _Options(out, loc)
+                    blocks += [p[: k + 1], p[k:]]
+                    loc += [True, True]
+        if self.members:
+            blocks = [self.close(b) for b in blocks]
+        return _options_of_blocks(blocks, loc, self.adm)
 
     def touching(self, nodes: np.ndarray) -> np.ndarray:
-        """Indices of the static options containing any of ``nodes``."""
+        """Indices of the static options containing any of ``nodes`` (ascending)."""
         starts = self._by_node_ptr[nodes]
         lens = self._by_node_ptr[nodes + 1] - starts
-        out: np.ndarray = np.unique(_gather(self._by_node_opt, starts, lens))
+        mark = np.zeros(len(self.static), dtype=bool)
+        mark[_gather(self._by_node_opt, starts, lens)] = True
+        out: np.ndarray = np.flatnonzero(mark)
         return out
 
     def focused_static(self, nodes: np.ndarray, boundary: np.ndarray | None = None) -> _Options:
@@ -276,14 +278,10 @@ class Neighbourhood:
         they touch ``boundary`` (nodes with a neighbour on another unit), when given."""
         if self.small:
             return self.static
-        starts = self._by_node_ptr[nodes]
-        lens = self._by_node_ptr[nodes + 1] - starts
-        idx = np.unique(_gather(self._by_node_opt, starts, lens))
+        idx = self.touching(nodes)
         if boundary is not None:
             idx = idx[~self.static.local[idx]]
-            bs = self._by_node_ptr[boundary]
-            bl = self._by_node_ptr[boundary + 1] - bs
-            bidx = np.unique(_gather(self._by_node_opt, bs, bl))
+            bidx = self.touching(boundary)
             idx = np.union1d(idx, bidx[self.static.local[bidx]])
         return self.static.subset(idx)
 
