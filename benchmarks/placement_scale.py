@@ -54,6 +54,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from edgepart.placement.baseline import Baseline, best_baseline, tflite_baselines
 from edgepart.placement.bounds import lower_bound
 from edgepart.placement.constraints import admissible
@@ -141,16 +143,45 @@ def corpus_cases(names: tuple[str, ...]) -> Iterator[tuple[str, CostGraph, Basel
 
 
 def fiddle_cases(root: str) -> Iterator[tuple[str, CostGraph, Any]]:
-    """Tarnawski et al.'s published graphs converted to cost graphs (see the module docstring)."""
-    for sub, objective in (("latency-inputs", "latency"), ("throughput-inputs", "throughput")):
+    """Tarnawski et al.'s published graphs converted to cost graphs (see the module docstring),
+    with their human-expert split (as a placement) where one is published."""
+    for sub in ("latency-inputs", "throughput-inputs"):
         base = Path(root) / sub
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("*.json")):
             with open(path, encoding="utf-8") as f:
                 doc = json.load(f)
-            name = f"fiddle:{objective}:{path.parent.name}/{path.stem}"
-            yield name, costgraph_from_dict(fiddle_costgraph_doc(doc, path.stem)), objective
+            name = f"fiddle:{sub.split('-')[0]}:{path.parent.name}/{path.stem}"
+            g = costgraph_from_dict(fiddle_costgraph_doc(doc, path.stem))
+            expert = None
+            stem = path.stem.replace("_inference", "").replace("_training", "")
+            kind = "training" if "training" in path.stem else "inference"
+            ex = Path(root) / "human-experts" / f"{stem}_{kind}_expert.json"
+            if path.parent.name == "LayerGraphs" and ex.is_file():
+                with open(ex, encoding="utf-8") as f:
+                    expert = _expert_units(g, json.load(f))
+            yield name, g, expert
+
+
+def _expert_units(g: CostGraph, split: dict[str, Any]) -> np.ndarray | None:
+    """A published split (node ids per accelerator; the rest on the CPU) as a placement; None
+    when it names nodes the graph does not have (training splits list forward nodes only:
+    a backward node then follows its colocation group, or stays on the CPU)."""
+    pos = {nid: i for i, nid in enumerate(g.ids)}
+    units = np.full(g.num_nodes, int(g.proc_first_unit[0]), dtype=np.int64)
+    f0 = int(g.proc_first_unit[1])
+    for k, fp in enumerate(split.get("fpgas", [])):
+        for nid in fp.get("nodes", []):
+            if nid not in pos:
+                return None
+            units[pos[nid]] = f0 + k
+    for gi in range(len(g.coloc_names)):
+        mem = np.flatnonzero(g.coloc == gi)
+        accel = mem[units[mem] != units[mem[0]]]
+        if len(accel):
+            units[mem] = units[accel[0]]
+    return units
 
 
 def fiddle_costgraph_doc(src: dict[str, Any], name: str) -> dict[str, Any]:
@@ -238,7 +269,11 @@ def _primary(ev: Any, objective: str) -> float:
 
 
 def run_instance(
-    name: str, g: CostGraph, ref: Baseline | None, args: argparse.Namespace
+    name: str,
+    g: CostGraph,
+    ref: Baseline | None,
+    args: argparse.Namespace,
+    expert: np.ndarray | None = None,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "name": name,
@@ -269,6 +304,9 @@ def run_instance(
             d_val > x * (1 + 1e-9) for x in o["single"] if math.isfinite(x)
         )
         o["worse_than_tflite"] = bool(d_val > o["tflite"] * (1 + 1e-9))
+        if expert is not None:
+            ev_x = evaluate(g, expert)
+            o["expert"] = _primary(ev_x, objective) if ev_x.feasible else math.inf
         # long runs
         t1 = time.perf_counter()
         h = solve_heuristic(
@@ -424,6 +462,16 @@ def summarize(rows: list[dict[str, Any]]) -> None:
                 f"{le_model}, <= its plan as evaluated on {le_eval}; worst "
                 f"{_pct(worst)} above the plan"
             )
+    ex = [r for r in rows if "expert" in r["latency"]]
+    if ex:
+        for obj in ("latency", "throughput"):
+            finite = [r for r in ex if math.isfinite(r[obj]["expert"])]
+            wins = sum(r[obj]["default"] <= r[obj]["expert"] * (1 + 1e-9) for r in finite)
+            print(
+                f"{obj}: default at or below the published expert split on {wins} of "
+                f"{len(finite)} (scored in edgepart's model; {len(ex) - len(finite)} "
+                "infeasible in it)"
+            )
     for target in (1000, 10000):
         near = [r for r in rows if abs(r["nodes"] - target) <= 0.1 * target]
         if near:
@@ -481,7 +529,13 @@ def main(argv: list[str] | None = None) -> int:
             if name in done:
                 continue
             t0 = time.perf_counter()
-            r = run_instance(name, g, ref if isinstance(ref, Baseline) else None, args)
+            r = run_instance(
+                name,
+                g,
+                ref if isinstance(ref, Baseline) else None,
+                args,
+                ref if isinstance(ref, np.ndarray) else None,
+            )
             r["wall_s"] = time.perf_counter() - t0
             r["load"] = os.getloadavg()[0]
             rows.append(r)

@@ -26,7 +26,8 @@ Algorithms (:attr:`StagePlan.method`):
   of at most ``max_blocks`` consecutive blocks of about equal work (exact over those splits):
   the fallback for graphs with too many ideals.
 
-The placement of a plan (:attr:`StagePlan.units`) is judged like any other by the evaluation
+A colocation group's nodes must share a stage (unit): ideals that cut a group are no stage
+boundaries. The placement of a plan (:attr:`StagePlan.units`) is judged like any other by the evaluation
 function; with ``count_transfers`` off and no copying processor, a stage's time is exactly its
 unit's load there whenever the evaluation forms one partition per stage (always with
 ``single_partition``).
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgepart.placement.constraints import admissible
+from edgepart.placement.constraints import admissible, group_members
 from edgepart.placement.costgraph import CostGraph
 
 __all__ = ["Stage", "StagePlan", "plan_stages", "stage_time"]
@@ -241,6 +242,8 @@ def plan_stages(
         if ideals is not None:
             index = {m: i for i, m in enumerate(ideals)}
             tab.lists()
+            gmasks = [sum(1 << int(v) for v in mem) for mem in group_members(g) if len(mem) > 1]
+            splits = [any(0 < (m & gm) != gm for gm in gmasks) for m in ideals]
             res = _dp(
                 g,
                 count_transfers,
@@ -250,6 +253,7 @@ def plan_stages(
                 "ideals",
                 lambda j, i: np.asarray(_members(ideals[j] & ~ideals[i]), dtype=np.int64),
                 total,
+                splits,
             )
             if res is not None or method == "ideals":
                 return res
@@ -290,7 +294,19 @@ def plan_stages(
         "blocks",
         lambda j, i: np.arange(bounds[i], bounds[j], dtype=np.int64),
         total,
+        _block_splits(g, bounds),
     )
+
+
+def _block_splits(g: CostGraph, bounds: np.ndarray) -> list[bool]:
+    """Per prefix boundary: does it cut a colocation group (members on both sides)?"""
+    cut = np.zeros(g.num_nodes + 1, dtype=np.int64)
+    for mem in group_members(g):
+        if len(mem) > 1:
+            cut[int(mem.min()) + 1] += 1
+            cut[int(mem.max()) + 1] -= 1
+    inside = np.cumsum(cut)  # inside[b] > 0: some group has members before and at/after b
+    return [bool(inside[b] > 0) for b in bounds.tolist()]
 
 
 def _chain_pairs(
@@ -360,6 +376,7 @@ def _dp(
     method: str,
     members: Callable[[int, int], np.ndarray],
     total: bool = False,
+    splits: list[bool] | None = None,
 ) -> StagePlan | None:
     """DP over ideals ``0..len(sizes)-1`` (the smallest empty, the largest the whole graph):
     ``subs(j)`` lists the smaller ideals ``i`` with the stage ``j \\ i``'s statistics,
@@ -391,8 +408,8 @@ def _dp(
     dp[start, 0] = 0.0
     pairs = 0
     for j in sorted(range(nid), key=lambda i: sizes[i]):
-        if j == start:
-            continue
+        if j == start or (splits is not None and splits[j]):
+            continue  # an ideal cutting a colocation group is no stage boundary: dp stays inf
         rows = subs(j)
         pairs += len(rows)
         if pairs > max_pairs:

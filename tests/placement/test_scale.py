@@ -157,6 +157,10 @@ def _brute_stages(g: CostGraph, count: bool, total: bool) -> float:
     full = (1 << g.num_nodes) - 1
     adm = admissible(g)
     sub = {i: [j for j in ideals if j != i and (j & i) == i] for i in ideals}
+    groups = [
+        sum(1 << v for v in np.flatnonzero(g.coloc == k).tolist())
+        for k in range(len(g.coloc_names))
+    ]
     best = math.inf
     stack = [[0]]
     while stack:
@@ -165,6 +169,8 @@ def _brute_stages(g: CostGraph, count: bool, total: bool) -> float:
             stack.extend([*ch, j] for j in sub[ch[-1]])
             continue
         stages = [ch[i + 1] & ~ch[i] for i in range(len(ch) - 1)]
+        if any(0 < (st & gm) != gm for st in stages for gm in groups):
+            continue  # a colocation group's nodes share one stage
         for procs in itertools.product(range(g.num_procs), repeat=len(stages)):
             if any(procs.count(p) > g.proc_units[p] for p in set(procs)):
                 continue
