@@ -30,7 +30,7 @@ from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
 from edgepart.placement.lns import Atoms, window_search
-from edgepart.placement.localsearch import Neighbourhood, local_search
+from edgepart.placement.localsearch import HUGE, Neighbourhood, local_search
 from edgepart.placement.stages import plan_stages
 from edgepart.placement.starts import (
     band_units,
@@ -214,12 +214,12 @@ def solve_heuristic(
         if math.isfinite(s_[0][0]) and kb not in seen:
             seen.add(kb)
             tries.append(s_)
-    tries = tries[: 3 if g.num_nodes <= _SMALL else 2]
+    tries = tries[: 3 if g.num_nodes <= _SMALL else 2 if g.num_nodes <= HUGE else 1]
     nbh = Neighbourhood(g, adm, band_of)
     share = max(1, (budget - used) // len(tries))
     best: HeuristicResult | None = None
     stats = {"evaluations": used, "improvements": 0, "kicks": 0, "budget": budget}
-    atoms = Atoms(g, nbh)
+    atoms = Atoms(g, nbh) if g.num_nodes <= HUGE else None
     for i, (_, _, name, units) in enumerate(tries):
         e_start = sc.evaluations
 
@@ -242,8 +242,9 @@ def solve_heuristic(
         stats["kicks"] += st.kicks
         rounds = 0
         # alternate exact window re-solves and local search while the windows find something
-        while left() > 0 and rounds < 20 and not _late(deadline):
+        while left() > 0 and rounds < 20 and not _late(deadline) and g.num_nodes <= HUGE:
             rounds += 1
+            assert atoms is not None
             w_units, _, imp = window_search(
                 g,
                 sc,

@@ -48,7 +48,24 @@ class Atoms:
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         self.atom_of = rank[atom_of]
-        self.options = [nbh.options(a) for a in self.atoms]
+        self._nbh = nbh
+        self._opts: dict[int, list[tuple[int, np.ndarray]]] = {}
+        # processors admitting each atom (for window sizes), vectorized
+        ok = nbh.adm[np.concatenate(self.atoms)] if self.atoms else np.zeros((0, 0), bool)
+        lens = np.asarray([len(a) for a in self.atoms], dtype=np.int64)
+        starts = np.zeros(len(lens), dtype=np.int64)
+        if len(lens) > 1:
+            np.cumsum(lens[:-1], out=starts[1:])
+        self.procs = (
+            np.logical_or.reduceat(ok, starts, axis=0) if len(lens) else np.zeros((0, 0), bool)
+        )
+
+    def options(self, i: int) -> list[tuple[int, np.ndarray]]:
+        """``(processor, nodes)`` options of atom ``i`` (computed on first use)."""
+        hit = self._opts.get(i)
+        if hit is None:
+            hit = self._opts[i] = self._nbh.options(self.atoms[i])
+        return hit
 
     def __len__(self) -> int:
         return len(self.atoms)
@@ -59,7 +76,7 @@ def _choices(
 ) -> list[tuple[int, np.ndarray]]:
     """``(unit, nodes)`` choices of atom ``i``; ``(-1, empty)`` keeps it as it is."""
     out: list[tuple[int, np.ndarray]] = [(-1, np.zeros(0, dtype=np.int64))]
-    for p, nodes in atoms.options[i]:
+    for p, nodes in atoms.options(i):
         for u in targets[p]:
             if (cur[nodes] != u).any():
                 out.append((u, nodes))
@@ -137,7 +154,8 @@ def window_search(
             used = np.zeros(g.num_units, dtype=bool)
             used[np.unique(cur)] = True
             tg = nbh.targets(used)
-            sizes = [1 + sum(len(tg[p]) for p, _ in atoms.options[i]) for i in range(len(atoms))]
+            per_proc = np.asarray([len(t) for t in tg], dtype=np.int64)
+            sizes = (1 + atoms.procs.astype(np.int64) @ per_proc).tolist()
             if focus:
                 crit, _, _, _ = critical_nodes(g, sc, cur, throughput)
                 ca = np.unique(atoms.atom_of[crit])

@@ -45,9 +45,10 @@ from edgepart.placement._fastscore import Key, Scorer, better
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate
 
-__all__ = ["SMALL", "Neighbourhood", "SearchStats", "critical_nodes", "local_search"]
+__all__ = ["HUGE", "SMALL", "Neighbourhood", "SearchStats", "critical_nodes", "local_search"]
 
 SMALL = 400  # graphs up to this many nodes get the rich neighbourhoods everywhere
+HUGE = 20_000  # graphs above this many nodes get a coarse neighbourhood and no window search
 _CHUNK = 2048  # moves per kernel call (the budget is checked between calls)
 _REBUILD = 8  # small graphs: improvements before the move list is rebuilt
 _DEBUG = bool(os.environ.get("EP_DEBUG"))
@@ -151,12 +152,14 @@ class Neighbourhood:
             else []
         )
         segments: list[np.ndarray] = []
-        w = 16 if self.small else 8
+        # beyond HUGE nodes (past the range the search is tuned for) whole layers and up move,
+        # single nodes only through partition boundary shifts: the neighbourhood stays small
+        w = 16 if self.small else 8 if n <= HUGE else 64
         while w < n:
             step = max(1, w // 2)
             segments += [np.arange(i, min(n, i + w), dtype=np.int64) for i in range(0, n, step)]
             w *= 2
-        singles = [np.asarray([v], dtype=np.int64) for v in range(n)]
+        singles = [np.asarray([v], dtype=np.int64) for v in range(n)] if n <= HUGE else []
         static = ch + [b for b in bands if len(b) > 1] + segments + windows + singles
         blocks = [self.close(b) for b in static] if self.members else static
         self.static_blocks = blocks
@@ -291,28 +294,44 @@ def _options_of_blocks(blocks: list[np.ndarray], local: list[bool], adm: np.ndar
     order), vectorized: the same as :meth:`Neighbourhood.options` on each block."""
     lens = np.asarray([len(b) for b in blocks], dtype=np.int64)
     nodes = np.concatenate(blocks).astype(np.int64) if blocks else np.zeros(0, np.int64)
-    owner = np.repeat(np.arange(len(blocks)), lens)
+    bstart = np.zeros(len(blocks), dtype=np.int64)
+    if len(blocks) > 1:
+        np.cumsum(lens[:-1], out=bstart[1:])
     npr = adm.shape[1]
-    ok = adm[nodes]  # [total, P]
-    # (block, processor) of every kept node, sorted block-major
-    b_idx = np.repeat(owner, npr).reshape(-1, npr)[ok]
-    p_idx = np.tile(np.arange(npr), len(nodes)).reshape(-1, npr)[ok]
-    n_idx = np.repeat(nodes, npr).reshape(-1, npr)[ok]
-    srt = np.lexsort((p_idx, b_idx))  # stable: node order kept within (block, processor)
-    b_idx, p_idx, n_idx = b_idx[srt], p_idx[srt], n_idx[srt]
-    key = b_idx * npr + p_idx
-    starts = (
-        np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-        if len(key)
-        else (np.zeros(0, dtype=np.int64))
-    )
+    keys: list[np.ndarray] = []
+    opt_lens: list[np.ndarray] = []
+    opt_starts: list[np.ndarray] = []
+    parts: list[np.ndarray] = []
+    base = 0
+    for p in range(npr):
+        m = adm[nodes, p]
+        cnt = np.add.reduceat(m.astype(np.int64), bstart) if len(nodes) else np.zeros(0, np.int64)
+        cnt[lens == 0] = 0
+        have = np.flatnonzero(cnt > 0)
+        keys.append(have * npr + p)
+        kept = nodes[m]
+        parts.append(kept)
+        # start of each kept option inside the concatenation of all processors' kept nodes
+        st0 = np.zeros(len(have), dtype=np.int64)
+        if len(have) > 1:
+            np.cumsum(cnt[have][:-1], out=st0[1:])
+        opt_lens.append(cnt[have])
+        opt_starts.append(st0 + base)
+        base += len(kept)
+    key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    ln = np.concatenate(opt_lens) if opt_lens else np.zeros(0, np.int64)
+    st = np.concatenate(opt_starts) if opt_starts else np.zeros(0, np.int64)
+    allk = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    order = np.argsort(key, kind="stable")  # block-major, processors in order
     out = _Options.__new__(_Options)
-    out.proc = p_idx[starts]
-    out.lens = np.diff(np.concatenate([starts, [len(key)]])).astype(np.int64)
-    out.ptr = np.zeros(len(starts) + 1, dtype=np.int64)
+    out.proc = key[order] % npr
+    out.lens = ln[order].astype(np.int64)
+    out.ptr = np.zeros(len(order) + 1, dtype=np.int64)
     np.cumsum(out.lens, out=out.ptr[1:])
-    out.nodes = n_idx
-    out.local = np.asarray(local, dtype=bool)[b_idx[starts]] if len(starts) else np.zeros(0, bool)
+    out.nodes = _gather(allk, st[order], out.lens)
+    out.local = (
+        np.asarray(local, dtype=bool)[key[order] // npr] if len(order) else np.zeros(0, bool)
+    )
     return out
 
 

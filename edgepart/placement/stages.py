@@ -27,9 +27,9 @@ Algorithms (:attr:`StagePlan.method`):
   the fallback for graphs with too many ideals.
 
 A colocation group's nodes must share a stage (unit): ideals that cut a group are no stage
-boundaries. The placement of a plan (:attr:`StagePlan.units`) is judged like any other by the evaluation
-function; with ``count_transfers`` off and no copying processor, a stage's time is exactly its
-unit's load there whenever the evaluation forms one partition per stage (always with
+boundaries. The placement of a plan (:attr:`StagePlan.units`) is judged like any other by the
+evaluation function; with ``count_transfers`` off and no copying processor, a stage's time is
+exactly its unit's load there whenever the evaluation forms one partition per stage (always with
 ``single_partition``).
 """
 
