@@ -488,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="sizes up to 1,000 and no corpus")
     ap.add_argument("--only", help="run instances whose name contains this")
+    ap.add_argument("--min-nodes", type=int, default=0, help="skip smaller graphs")
+    ap.add_argument("--max-nodes", type=int, default=10**9, help="skip larger graphs")
     ap.add_argument("--no-corpus", action="store_true")
     ap.add_argument("--corpus", nargs="*", default=["ops_300", "big_graph_4k"])
     ap.add_argument("--fiddle", help="directory of msr-fiddle/dnn-partitioning (user-fetched)")
@@ -525,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     for it in cases:
         for name, g, ref in it:
             if args.only and args.only not in name:
+                continue
+            if not args.min_nodes <= g.num_nodes <= args.max_nodes:
                 continue
             if name in done:
                 continue
