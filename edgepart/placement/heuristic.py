@@ -28,6 +28,7 @@ from edgepart.errors import PlacementInfeasibleError
 from edgepart.placement._fastscore import Scorer
 from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
+from edgepart.placement.bounds import lower_bound
 from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
 from edgepart.placement.lns import Atoms, window_search
 from edgepart.placement.localsearch import HUGE, Neighbourhood, local_search
@@ -54,6 +55,7 @@ class HeuristicResult:
     evaluation: Evaluation
     start: str  # which start the best placement descends from
     stats: dict[str, int] = field(default_factory=dict)
+    bound: float = 0.0  # a lower bound on the primary objective (critical path or load)
 
 
 BUDGET_GROWTH_LIMIT = 10_000
@@ -278,4 +280,6 @@ def solve_heuristic(
     stats["evaluations"] = sc.evaluations
     assert best is not None
     log.debug("heuristic: %s, start %s", stats, best.start)
-    return HeuristicResult(best.units, best.evaluation, best.start, stats)
+    # the best bound that costs no LP: critical path (latency) or total work (throughput)
+    lb = lower_bound(g, objective, lp=False).value
+    return HeuristicResult(best.units, best.evaluation, best.start, stats, lb)

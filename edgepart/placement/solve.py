@@ -113,7 +113,7 @@ def _heuristic(
         effort=o.effort,
         extra_starts=[(b.name, b.units) for b in bl if b.feasible],
     )
-    return r.units, {"start": r.start, **r.stats}
+    return r.units, {"start": r.start, **r.stats, "bound": r.bound}
 
 
 @register_solver("exact")

@@ -308,3 +308,13 @@ def test_default_is_never_worse_than_one_processor_alone():
             ev = evaluate(g, s)
             if ev.feasible:
                 assert mine <= objective_key(ev, objective)[0] * (1 + 1e-12)
+
+
+def test_every_search_returns_a_bound_below_its_plan():
+    g = costgraph_from_dict(network_costgraph_doc("transformer", 300, 4, 9))
+    for objective in ("latency", "throughput"):
+        h = solve_heuristic(g, objective, effort=0.1)
+        best = objective_key(h.evaluation, objective)[0]
+        assert 0 < h.bound <= best
+        sol = partition_costgraph(g, "heuristic", SolveOptions(objective=objective, effort=0.1))
+        assert 0 < sol.info["bound"] <= objective_key(sol.evaluation, objective)[0]
