@@ -1,17 +1,18 @@
-"""The scalable placement heuristic: several cheap starts, then iterated local search.
+"""The default placement search: many cheap starts, multi-start local search, window LNS.
 
 1. Admissible processors per node (support and memory; infeasible inputs raise here).
 2. Starts: the Band-unit chain DP, an earliest-finish-time greedy, every processor alone with
-   fallbacks, plus any caller-supplied starts (the TFLite baselines). Each is repaired for unit
-   memory if needed and evaluated.
-3. Local search from the best start (small graphs: from the best few, splitting the budget).
+   fallbacks, any caller-supplied starts (the TFLite baselines), each also *packed* over a
+   memory-limited processor's units (and *balanced* for throughput), and stage plans from
+   :mod:`~edgepart.placement.stages`. Each is repaired for unit memory and scored.
+3. From the best two or three distinct starts (multi-start): local search
+   (:mod:`~edgepart.placement.localsearch`), then exact window re-solves
+   (:mod:`~edgepart.placement.lns`) alternating with local search while they improve.
+4. A lower bound that costs no LP (critical path or total work) comes with the result.
 
-The evaluation budget scales inversely with graph size, so the run time is roughly linear:
-about ``3e5 / (nodes + edges)`` distinct evaluations (``1.2e6 / (nodes + edges)`` up to 400
-nodes), at least 8 and at most 12,000, times ``effort``. The local search usually stops well
-before: after 30 kicks in a row without a better placement (3 on graphs over 400 nodes), or at
-once when nothing can move (a median 0.5 s on 10-40-node graphs; see
-:mod:`~edgepart.placement.localsearch`).
+The evaluation budget *grows* with the graph (:func:`evaluation_budget`): the search is
+counted in evaluations of the C kernel, never wall time, so results are deterministic; the
+exact solver passes a ``deadline`` instead.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import numpy as np
 
 from edgepart.errors import PlacementInfeasibleError
 from edgepart.placement._fastscore import Scorer
+from edgepart.placement.bounds import lower_bound
 from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
-from edgepart.placement.bounds import lower_bound
 from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
 from edgepart.placement.lns import Atoms, window_search
 from edgepart.placement.localsearch import HUGE, Neighbourhood, local_search
