@@ -484,6 +484,33 @@ def summarize(rows: list[dict[str, Any]]) -> None:
             )
 
 
+def timing(specs: list[dict[str, Any]]) -> int:
+    """Default-settings wall time near 1,000 and 10,000 nodes, with the load average."""
+    near = [s for s in specs if s["nodes"] in (1000, 10000)]
+    out: dict[int, list[float]] = {1000: [], 10000: []}
+    for name, g, _ in synthetic_cases(near):
+        for objective in ("latency", "throughput"):
+            load0 = os.getloadavg()[0]
+            t0 = time.perf_counter()
+            partition_costgraph(g, "heuristic", SolveOptions(objective=objective))
+            dt = time.perf_counter() - t0
+            size = 1000 if g.num_nodes < 5000 else 10000
+            out[size].append(dt)
+            print(
+                f"{name:>40} {objective:>10}: {dt:6.2f} s (load average {load0:.1f} before, "
+                f"{os.getloadavg()[0]:.1f} after)",
+                flush=True,
+            )
+    for size, ts in out.items():
+        if ts:
+            limit = 2.0 if size == 1000 else 20.0
+            print(
+                f"~{size} nodes: median {statistics.median(ts):.2f} s, max {max(ts):.2f} s "
+                f"(limit {limit:g} s; {sum(t <= limit for t in ts)}/{len(ts)} within)"
+            )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="sizes up to 1,000 and no corpus")
@@ -504,6 +531,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="append one JSON row per instance here")
     ap.add_argument("--resume", action="store_true", help="skip instances already in --json")
     ap.add_argument("--summary-only", action="store_true", help="summarize --json and exit")
+    ap.add_argument(
+        "--timing",
+        action="store_true",
+        help="only time the default solver on the graphs of about 1,000 and 10,000 nodes",
+    )
     args = ap.parse_args(argv)
     done: dict[str, dict[str, Any]] = {}
     if args.json and (args.resume or args.summary_only) and os.path.exists(args.json):
@@ -523,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
         cases.append(corpus_cases(tuple(args.corpus)))
     if args.fiddle:
         cases.append(fiddle_cases(args.fiddle))
+    if args.timing:
+        return timing(specs)
     rows = list(done.values())
     for it in cases:
         for name, g, ref in it:
