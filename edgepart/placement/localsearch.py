@@ -35,13 +35,12 @@ deterministic.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from edgepart.placement._fastscore import Key, Scorer, better
+from edgepart.placement._fastscore import Scorer, better
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate
 
@@ -51,7 +50,6 @@ SMALL = 400  # graphs up to this many nodes get the rich neighbourhoods everywhe
 HUGE = 20_000  # graphs above this many nodes get a coarse neighbourhood and no window search
 _CHUNK = 2048  # moves per kernel call (the budget is checked between calls)
 _REBUILD = 8  # small graphs: improvements before the move list is rebuilt
-_DEBUG = bool(os.environ.get("EP_DEBUG"))
 
 
 @dataclass
@@ -653,8 +651,6 @@ def local_search(
             built = _build(g, mv, sc, cur, tg, throughput)
             since = 0
         r1 = scan("single", built)
-        if _DEBUG:
-            print("scan", len(built[0]) - 1, "moves ->", r1, key[:2], spent())
         if r1 is False and small and since > 0:
             built, since = None, 0  # stale list: rebuild and rescan before calling it optimal
             continue
@@ -719,12 +715,3 @@ def _kick(
             cur[nodes] = u
     out: np.ndarray = cur
     return out
-
-
-def key_of(ev: Evaluation, objective: str) -> Key:
-    """The search key of a detailed evaluation, without the spread."""
-    if not ev.feasible:
-        return (math.inf, math.inf, 0.0)
-    if objective == "throughput":
-        return (ev.period_s, ev.latency_s, 0.0)
-    return (ev.latency_s, ev.period_s, 0.0)
