@@ -13,23 +13,28 @@ only if it improves the key, so convexity, support, memory, colocation and the m
 hold throughout (partitions are always re-derived from the placement, and infeasible placements
 score ``inf``).
 
-The key is ``(primary, secondary, spread)``: the objective's two components (latency and
-period, or the reverse) and, as a tie-breaker, the sum over nodes of their partition's end time.
+The key is ``(latency, period, spread)`` or, for throughput, ``(period, balance, latency)``.
 Makespan has wide plateaus: when two parallel branches are both critical, speeding up either one
-alone changes nothing, so an improvement needing both looks like two useless moves. The spread
-falls with each branch made faster, so such compound improvements are found move by move.
+alone changes nothing, so an improvement needing both looks like two useless moves; the spread
+(the sum over nodes of their partition's end time) falls with each branch made faster, so such
+compound improvements are found move by move. The period has plateaus too (several equally busy
+units); the balance (the sum of squared unit and link loads) falls with each one relieved.
 
 On graphs over :data:`SMALL` nodes the static blocks are *focused*: only blocks touching the
 critical path (latency: the chain of partitions that finish last, each the latest of its inputs
 and its unit's previous partition; throughput: the busiest unit, or every partition boundary when
-a link is the bottleneck) are tried, with all partition-level moves, so a scan costs moves near
-what limits the objective instead of every node. Moves are scanned circularly, continuing after
-the last accepted one, in batches the kernel scores without returning to Python (first
-improvement). When a full cycle brings no improvement, the search restarts from the best
-placement after a seeded random kick (one to three random block moves). It stops after a budget
-of evaluations, after ``patience`` kicks in a row that found nothing better, or at once when
-nothing can move. Everything is counted in evaluations, never wall time, so results are
-deterministic.
+a link is the bottleneck) are tried, with all partition-level moves; single nodes, windows, short
+chains and boundary shifts only where units meet and only towards units their neighbours use.
+Each chunk of moves is scored in one kernel call (incrementally, from the first epoch a move can
+change) and the improving ones are applied in order of gain, each kept only if the placement
+still improves, so one scan makes many independent improvements. On small graphs moves are
+scanned circularly, continuing after the last accepted one (first improvement), and the move
+list is rebuilt after a few improvements. Beyond :data:`HUGE` nodes single nodes and short
+segments leave the static neighbourhood. When nothing improves, the search restarts from the
+best placement after a seeded random kick (one to three random block moves). It stops after a
+budget of evaluations, after ``patience`` kicks in a row that found nothing better, at a
+``deadline`` if one is given, or at once when nothing can move. Without a deadline everything is
+counted in evaluations, never wall time, so results are deterministic.
 """
 
 from __future__ import annotations
