@@ -171,7 +171,10 @@ def _expert_units(g: CostGraph, split: dict[str, Any]) -> np.ndarray | None:
     pos = {nid: i for i, nid in enumerate(g.ids)}
     units = np.full(g.num_nodes, int(g.proc_first_unit[0]), dtype=np.int64)
     f0 = int(g.proc_first_unit[1])
-    for k, fp in enumerate(split.get("fpgas", [])):
+    fpgas = split.get("fpgas", [])
+    if len(fpgas) > int(g.proc_units[1]):
+        return None
+    for k, fp in enumerate(fpgas):
         for nid in fp.get("nodes", []):
             if nid not in pos:
                 return None

@@ -118,6 +118,13 @@ def score(g: CostGraph, units: np.ndarray | list[int], objective: str) -> tuple[
     return (r.latency, r.period)
 
 
+def _check_units(g: CostGraph, units: np.ndarray) -> None:
+    if units.shape != (g.num_nodes,):
+        raise ValueError(f"a placement has one unit per node: {g.num_nodes}, got {units.shape}")
+    if len(units) and (units.min() < 0 or units.max() >= g.num_units):
+        raise ValueError(f"unit indices must be 0..{g.num_units - 1}")
+
+
 def _as_list(units: np.ndarray | list[int]) -> list[int]:
     return units.tolist() if isinstance(units, np.ndarray) else list(units)
 
@@ -170,6 +177,7 @@ def evaluate(g: CostGraph, units: np.ndarray | list[int]) -> Evaluation:
     (0.0075, 2)
     """
     units = np.asarray(units, dtype=np.int64)
+    _check_units(g, units)
     r = _core.run(_core.compiled(g), units.tolist(), True)
     assert r.part_of is not None and r.part_unit is not None and r.moved is not None
     nd = len(g.domain_names)
