@@ -318,3 +318,12 @@ def test_every_search_returns_a_bound_below_its_plan():
         assert 0 < h.bound <= best
         sol = partition_costgraph(g, "heuristic", SolveOptions(objective=objective, effort=0.1))
         assert 0 < sol.info["bound"] <= objective_key(sol.evaluation, objective)[0]
+
+
+def test_default_search_is_deterministic_at_scale():
+    # evaluation counts, never the clock, decide when the search stops
+    doc = network_costgraph_doc("encdec", 500, 6, 4, platform="hetero")
+    a = partition_costgraph(costgraph_from_dict(doc), "heuristic", SolveOptions(effort=0.2))
+    b = partition_costgraph(costgraph_from_dict(doc), "heuristic", SolveOptions(effort=0.2))
+    assert a.units.tolist() == b.units.tolist()
+    assert a.info == b.info
