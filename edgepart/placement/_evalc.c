@@ -202,13 +202,31 @@ static PyObject *make(PyObject *self, PyObject *args) {
 #undef AL
     for (Py_ssize_t i = 0; i < n; i++) {
         if (k->indeg[i] < 0) goto bad;
+        if (k->succ_ptr[i] < 0 || k->succ_ptr[i] > k->succ_ptr[i + 1]) goto bad;
+        if (k->pred_ptr[i] < 0 || k->pred_ptr[i] > k->pred_ptr[i + 1]) goto bad;
     }
+    if (k->grp_ptr[0] != 0) goto bad;
     for (Py_ssize_t i = 0; i < k->succ_ptr[n]; i++)
         if (k->succ_idx[i] < 0 || k->succ_idx[i] >= n) goto bad;
     for (Py_ssize_t i = 0; i < k->pred_ptr[n]; i++)
         if (k->pred_idx[i] < 0 || k->pred_idx[i] >= n) goto bad;
     for (Py_ssize_t i = 0; i < nu; i++)
         if (k->uproc[i] < 0 || k->uproc[i] >= np || k->udom[i] < 0 || k->udom[i] >= nd) goto bad;
+    if (k->host < 0 || k->host >= nd) goto bad;
+    for (Py_ssize_t i = 0; i < k->n_prod; i++)
+        if (k->prod_t[i] < 0 || k->prod_t[i] >= nt || k->prod_s[i] < 0 || k->prod_s[i] >= n ||
+            k->prod_v[i] < 0 || k->prod_v[i] >= n)
+            goto bad;
+    for (Py_ssize_t i = 0; i < k->n_input; i++)
+        if (k->in_t[i] < 0 || k->in_t[i] >= nt || k->in_v[i] < 0 || k->in_v[i] >= n) goto bad;
+    for (Py_ssize_t i = 0; i < nt; i++)
+        if (k->tsrc[i] < -1 || k->tsrc[i] >= n) goto bad;
+    for (Py_ssize_t i = 0; i < k->n_out; i++)
+        if (k->out_t[i] < 0 || k->out_t[i] >= nt || k->tsrc[k->out_t[i]] < 0) goto bad;
+    for (Py_ssize_t i = 0; i < k->n_groups; i++)
+        if (k->grp_ptr[i + 1] <= k->grp_ptr[i]) goto bad;
+    for (Py_ssize_t i = 0; i < k->grp_ptr[k->n_groups]; i++)
+        if (k->grp_idx[i] < 0 || k->grp_idx[i] >= n) goto bad;
     k->gen = 0;
     return PyCapsule_New(k, "edgepart.evalc.Kernel", capsule_free);
 bad:
