@@ -135,7 +135,15 @@ def _exact(g: CostGraph, o: SolveOptions, bl: list[Baseline]) -> tuple[np.ndarra
     milp_bound = -math.inf
     info: dict[str, Any] = {"heuristic_evaluations": h.stats["evaluations"]}
     left = tl - (time.perf_counter() - t0)
-    if o.objective == "latency" and g.num_nodes <= MILP_MAX_NODES and left > 0.2 * tl:
+    # an incumbent at the heuristic's cheap bound is optimal already: no MILP needed
+    h_best = objective_key(h.evaluation, o.objective)[0]
+    at_bound = math.isfinite(h_best) and h_best <= h.bound * (1 + 1e-9)
+    if (
+        o.objective == "latency"
+        and not at_bound
+        and g.num_nodes <= MILP_MAX_NODES
+        and left > 0.2 * tl
+    ):
         r = solve_milp(g, time_limit=0.5 * left, start=h.units)
         info["milp"] = {"status": r.status, "exact": r.exact}
         if r.units is not None and r.evaluation is not None and r.evaluation.feasible:

@@ -57,6 +57,7 @@ def test_exact_on_a_1000_node_chain_has_no_recursion_limit(objective):
     assert sol.info["bound"] <= sol.info["incumbent"] * (1 + 1e-9)
     if objective == "latency":  # everything on the GPU, one partition: the bound meets it
         assert sol.optimal
+        assert "milp" not in sol.info  # proven by the heuristic's own bound: no MILP spent
 
 
 @pytest.mark.slow
