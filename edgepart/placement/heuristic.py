@@ -8,7 +8,8 @@
 3. From the best two or three distinct starts (multi-start): local search
    (:mod:`~edgepart.placement.localsearch`), then exact window re-solves
    (:mod:`~edgepart.placement.lns`) alternating with local search while they improve.
-4. A lower bound that costs no LP (critical path or total work) comes with the result.
+4. A lower bound that costs no LP (critical path or total work) comes with the result; a start
+   or searched plan that meets it is optimal, and the search stops there.
 
 The evaluation budget *grows* with the graph (:func:`evaluation_budget`): the search is
 counted in evaluations of the C kernel, never wall time, so results are deterministic; the
@@ -218,10 +219,16 @@ def solve_heuristic(
             seen.add(kb)
             tries.append(s_)
     tries = tries[: 3 if g.num_nodes <= _SMALL else 2 if g.num_nodes <= HUGE else 1]
+    # the best bound that costs no LP: critical path (latency) or total work (throughput); a
+    # start that meets it is optimal, and so is a searched plan: nothing left to search for
+    lb = lower_bound(g, objective, lp=False).value
+    stats = {"evaluations": used, "improvements": 0, "kicks": 0, "budget": budget}
+    if tries[0][0][0] <= lb * (1 + 1e-9):
+        _, _, name, units = tries[0]
+        return HeuristicResult(units, evaluate(g, units), name, stats, lb)
     nbh = Neighbourhood(g, adm, band_of)
     share = max(1, (budget - used) // len(tries))
     best: HeuristicResult | None = None
-    stats = {"evaluations": used, "improvements": 0, "kicks": 0, "budget": budget}
     atoms = Atoms(g, nbh) if g.num_nodes <= HUGE else None
     for i, (_, _, name, units) in enumerate(tries):
         e_start = sc.evaluations
@@ -278,9 +285,9 @@ def solve_heuristic(
         rkey = objective_key(res_ev, objective)
         if best is None or rkey < objective_key(best.evaluation, objective):
             best = HeuristicResult(res_units, res_ev, name)
+        if rkey[0] <= lb * (1 + 1e-9):
+            break  # optimal: the other starts cannot do better
     stats["evaluations"] = sc.evaluations
     assert best is not None
     log.debug("heuristic: %s, start %s", stats, best.start)
-    # the best bound that costs no LP: critical path (latency) or total work (throughput)
-    lb = lower_bound(g, objective, lp=False).value
     return HeuristicResult(best.units, best.evaluation, best.start, stats, lb)

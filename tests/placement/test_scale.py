@@ -328,3 +328,14 @@ def test_default_search_is_deterministic_at_scale():
     b = partition_costgraph(costgraph_from_dict(doc), "heuristic", SolveOptions(effort=0.2))
     assert a.units.tolist() == b.units.tolist()
     assert a.info == b.info
+
+
+def test_heuristic_stops_when_a_start_meets_its_bound():
+    # everything on the GPU is one partition whose latency is the critical-path bound: the
+    # search has nothing to find and returns the start without spending its budget
+    g = _chain(2000)
+    h = solve_heuristic(g, "latency")
+    check_evaluation(g, h.evaluation)
+    assert h.evaluation.latency_s <= h.bound * (1 + 1e-9)
+    assert h.stats["evaluations"] < h.stats["budget"] // 100
+    assert h.stats["improvements"] == 0
