@@ -1,6 +1,6 @@
 """Build hooks; metadata lives in pyproject.toml.
 
-* The optional C accelerators of the flatbuffer reader. If no C compiler (or, for the walker,
+* The optional C accelerators of the flatbuffer reader and of the placement evaluation kernel. If no C compiler (or, for the walker,
   no NumPy headers) is available the build continues and the reader uses its NumPy
   implementation alone (same results, slower on small models).
 * The shipped data folders (``delegates/``, ``device_profiles/``) are copied into the package as
@@ -51,6 +51,14 @@ setup(
             include_dirs=NUMPY_INCLUDE,
             optional=True,
             extra_compile_args=["-O2"],
+        ),
+        # The placement evaluation kernel: sums must match the Python kernel bit for bit, so
+        # a*b+c is never fused into one instruction.
+        Extension(
+            "edgepart.placement._evalc",
+            sources=["edgepart/placement/_evalc.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-ffp-contract=off"],
         ),
     ],
 )

@@ -125,6 +125,7 @@ def _graph(args: argparse.Namespace, solve: dict[str, Any]) -> int:
     if args.output:
         placed.save(args.output)
     print(placed.report(), end="")
+    _print_bound(placed.solution)
     if args.output:
         print(f"plan written to {args.output}")
     return 0
@@ -154,6 +155,7 @@ def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
             placement = edgepart.place(args.model, args.profile, progress=bar, **costs, **solve)
         report = placement.report()
     print(report, end="")
+    _print_bound(placement.solution)
     secs = placement.seconds
     print(
         f"time: model to cost graph {secs['lowering']:.2f} s, {solve['method']} "
@@ -163,6 +165,23 @@ def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
         arena = "" if compiled.arena is not None else " (no arena.json)"
         print(f"bundle written to {args.output}{arena}")
     return 0
+
+
+def _print_bound(sol: Any) -> None:
+    """``--exact``: the incumbent, the best lower bound and their gap (the search's answer
+    within its time limit)."""
+    if sol.method != "exact":
+        return
+    inc, lb = sol.info.get("incumbent"), sol.info.get("bound")
+    if inc is None or lb is None:
+        return
+    gap = inc / lb - 1.0 if lb > 0 else float("inf")
+    unit = "s" if sol.options.objective == "latency" else "s period"
+    print(
+        f"exact: incumbent {inc * 1e3:.6g} m{unit}, lower bound {lb * 1e3:.6g} m{unit} "
+        f"(gap {100 * gap:.3g} %), {'optimal' if sol.optimal else 'optimality not proven'} "
+        f"within the {sol.options.time_limit:g} s limit"
+    )
 
 
 def _exact_bar() -> edgepart.Progress:

@@ -77,6 +77,8 @@ class Processor:
     memory_domain: str
     dispatch_overhead_s: Quantity
     note: str = ""
+    transfers_on_unit: bool = False  # placement model options (docs/costgraph.md)
+    single_partition: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +250,7 @@ def _processor(
             "memory_domain",
             "dispatch_overhead_s",
         ),
-        ("note",),
+        ("note", "transfers_on_unit", "single_partition"),
     )
     name = (loc / "name").string(b["name"])
     if name in seen:
@@ -289,4 +291,6 @@ def _processor(
             b["dispatch_overhead_s"], loc / "dispatch_overhead_s", positive=False
         ),
         note=(loc / "note").string(b.get("note", "-")),
+        transfers_on_unit=(loc / "transfers_on_unit").boolean(b.get("transfers_on_unit", False)),
+        single_partition=(loc / "single_partition").boolean(b.get("single_partition", False)),
     )

@@ -183,23 +183,22 @@ def _call_cycles(model: Model) -> list[str]:
         s: {r for i in calling_ops(sg).tolist() for r in sg.op(i).subgraph_refs}
         for s, sg in enumerate(model.subgraphs)
     }
-    state: dict[int, int] = {}
-
-    def visit(s: int) -> int | None:
-        state[s] = 1
-        for r in calls.get(s, ()):
-            if state.get(r) == 1:
-                return r
-            if r not in state:
-                hit = visit(r)
-                if hit is not None:
-                    return hit
-        state[s] = 2
-        return None
-
-    for s in sorted(calls):
-        if s not in state:
-            hit = visit(s)
-            if hit is not None:
-                return [f"subgraph {hit} calls itself through control flow"]
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    # iterative depth-first search (a call chain may be as long as the subgraph list)
+    for root in sorted(calls):
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(sorted(calls.get(root, ()))))]
+        while stack:
+            s, it = stack[-1]
+            r = next(it, None)
+            if r is None:
+                state[s] = 2
+                stack.pop()
+            elif state.get(r) == 1:
+                return [f"subgraph {r} calls itself through control flow"]
+            elif r not in state:
+                state[r] = 1
+                stack.append((r, iter(sorted(calls.get(r, ())))))
     return []

@@ -349,6 +349,9 @@ def _assemble(
         output_tensors=tid[outs] if len(outs) else np.zeros(0, np.int64),
         baseline_delegate=-1,
         baseline_cpu=next((i for i, p in enumerate(procs) if p.kind == "cpu"), -1),
+        proc_copies=np.asarray([p.transfers_on_unit for p in procs], dtype=bool),
+        proc_single=np.asarray([p.single_partition for p in procs], dtype=bool),
+        proc_unit_handoff=np.zeros(npr, dtype=bool),
     )
     return ModelProblem(model, subgraph, prof, g, fz, sup, gc, tensors, no_cost & ~bad_sup)
 

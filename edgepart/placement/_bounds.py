@@ -87,8 +87,10 @@ def prefix_bound(
         r = 0.0
         for t, ps in qin[q]:
             if ps >= 0:
-                ds = udom[part_unit[ps]]
-                a = end[ps] + (0.0 if ds == dq and not selfl[ds] else tcost[t][ds * nd + dq])
+                us = part_unit[ps]
+                ds = udom[us]
+                no_cost = ds == dq and (not selfl[ds] or (us == u and not c.uhand[u]))
+                a = end[ps] + (0.0 if no_cost else tcost[t][ds * nd + dq])
             else:
                 a = 0.0 if dq == host else tcost[t][host * nd + dq]
             if a > r:

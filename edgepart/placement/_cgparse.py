@@ -24,6 +24,11 @@ MAX_UNITS = 1024
 MAX_TOTAL_BYTES = 1 << 62
 """Bound on the sum of all tensor and weight bytes, so no total overflows 64 bits."""
 
+# Model options of a processor (docs/costgraph.md section 1): its units copy tensors with their
+# own cores; each unit runs one convex partition; hand-offs between partitions of one unit pay
+# the domain's self-link.
+PROC_OPTIONS = ("transfers_on_unit", "single_partition", "charge_unit_handoffs")
+
 _TOP_REQ = ("format", "version", "processors", "nodes")
 _TOP_OPT = ("name", "links", "edges", "inputs", "outputs", "host_domain", "baseline", "metadata")
 
@@ -40,6 +45,9 @@ class Raw:
     proc_domain: list[str] = field(default_factory=list)
     proc_dispatch: list[float] = field(default_factory=list)
     proc_tflite: list[tuple[int | None, int | None]] = field(default_factory=list)
+    proc_copies: list[bool] = field(default_factory=list)  # transfers_on_unit
+    proc_single: list[bool] = field(default_factory=list)  # single_partition
+    proc_handoff: list[bool] = field(default_factory=list)  # charge_unit_handoffs
     host_domain: str = ""
     links: list[tuple[str, str, float, float]] = field(default_factory=list)  # inv bandwidth
     node_ids: list[int | str] = field(default_factory=list)
@@ -99,7 +107,7 @@ def _default_host(r: Raw) -> str:
 
 def _processors(c: Ctx, procs: Any, r: Raw) -> None:
     req = ("name", "kind")
-    opt = ("units", "memory_bytes", "memory_domain", "dispatch_s", "tflite")
+    opt = ("units", "memory_bytes", "memory_domain", "dispatch_s", "tflite", *PROC_OPTIONS)
     for i, p in enumerate(c.array(procs, "processors", nonempty=True)):
         path = f"processors[{i}]"
         c.obj(p, path, req, opt)
@@ -120,6 +128,10 @@ def _processors(c: Ctx, procs: Any, r: Raw) -> None:
         )
         r.proc_domain.append(c.name(p.get("memory_domain", name), f"{path}.memory_domain"))
         r.proc_dispatch.append(c.number(p.get("dispatch_s", 0.0), f"{path}.dispatch_s"))
+        flags = [c.boolean(p.get(k, False), f"{path}.{k}") for k in PROC_OPTIONS]
+        r.proc_copies.append(flags[0])
+        r.proc_single.append(flags[1])
+        r.proc_handoff.append(flags[2])
         tfl = p.get("tflite", {})
         c.obj(tfl, f"{path}.tflite", (), ("max_delegated_partitions", "min_nodes_per_partition"))
         mx, mn = tfl.get("max_delegated_partitions"), tfl.get("min_nodes_per_partition")

@@ -1,9 +1,16 @@
 """The evaluation kernel behind :func:`edgepart.placement.evaluate.evaluate` (pure Python lists).
 
-Kept as plain loops over per-graph lists built once: for the small graphs the solvers evaluate
-thousands of times this is several times faster than NumPy (whose per-call overhead dominates
-there), and on 100,000 nodes it is still about a tenth of a second. The semantics are
-documented in :mod:`edgepart.placement.evaluate`; this module only implements them.
+This is the reference implementation of the one evaluation function: every detailed evaluation
+runs here. The C kernel (:mod:`edgepart.placement._fastscore`, built from ``_evalc.c``) computes
+the same scores with the same floating-point operations in the same order, so both give
+bit-identical keys; solvers use it for the thousands of score-only evaluations a search needs
+and fall back to this module when the C extension is not built.
+
+Plain loops over per-graph lists built once: for small graphs this is several times faster than
+NumPy (whose per-call overhead dominates there), and on 100,000 nodes it is still a fraction of a
+second. The semantics are documented in :mod:`edgepart.placement.evaluate`; this module only
+implements them. Floating-point sums are explicit left-to-right loops (never ``sum()``, whose
+algorithm changed in Python 3.12), so results do not depend on the Python version.
 """
 
 from __future__ import annotations
@@ -25,16 +32,23 @@ class Compiled:
     """Per-graph lists the kernel reads, built once per graph."""
 
     def __init__(self, g: CostGraph) -> None:
+        self.g_ref = weakref.ref(g)
         self.n = g.num_nodes
         self.nu = g.num_units
         self.nd = len(g.domain_names)
         self.succs: list[list[int]] = [list(r) for r in g.succ.tolist()]
+        self.preds: list[list[int]] = [list(r) for r in g.pred.tolist()]
         self.indeg: list[int] = np.diff(g.pred.ptr).tolist()
         self.lat: list[list[float]] = g.latency.tolist()
         self.uproc: list[int] = g.unit_proc.tolist()
         self.udom: list[int] = g.proc_domain[g.unit_proc].tolist()
         self.udisp: list[float] = g.proc_dispatch[g.unit_proc].tolist()
         self.ucap: list[float] = g.proc_memory[g.unit_proc].tolist()
+        self.ucopy: list[bool] = g.proc_copies[g.unit_proc].tolist()
+        self.usingle: list[bool] = g.proc_single[g.unit_proc].tolist()
+        self.uhand: list[bool] = g.proc_unit_handoff[g.unit_proc].tolist()
+        self.any_copy = bool(g.proc_copies.any())
+        self.any_single = bool(g.proc_single.any())
         self.wts: list[int] = g.weight_bytes.tolist()
         self.act: list[int] = g.activation_bytes.tolist()
         tc = g.tensor_consumers
@@ -69,11 +83,20 @@ def compiled(g: CostGraph) -> Compiled:
     return c
 
 
-def epochs(c: Compiled, typ: list[int]) -> tuple[list[int], list[int]]:
+def epochs(
+    c: Compiled, typ: list[int], single: list[bool] | None = None
+) -> tuple[list[int], list[int]]:
     """Greedy epoch decomposition, one node type per distinct value of ``typ``.
 
     ``typ`` may cover only a prefix ``0..k-1`` of the execution order (``k = len(typ)``): the
     epochs of that prefix alone, as the exact solver's prefix bound needs them.
+
+    ``single`` (indexed by type; types are units then) marks types whose nodes must form one
+    partition: an epoch of such a type opens only once every node of that type has all its
+    predecessors of other types placed, and then takes all of them. When only such blocked
+    types have ready nodes, the remaining nodes get partition ``-1`` (the placement cannot be
+    partitioned that way: some path leaves the unit and comes back, or two such units wait on
+    each other).
     """
     k = len(typ)
     deg = c.indeg.copy()
@@ -85,11 +108,23 @@ def epochs(c: Compiled, typ: list[int]) -> tuple[list[int], list[int]]:
     part_of = [-1] * k
     part_unit: list[int] = []
     push = heapq.heappush
+    ext: dict[int, int] = {}
+    if single is not None:
+        # ext[t]: edges into nodes of a single-partition type t from nodes of other types
+        for v in range(k):
+            tv = typ[v]
+            if single[tv]:
+                ext.setdefault(tv, 0)
+                for w in c.preds[v]:
+                    if typ[w] != tv:
+                        ext[tv] += 1
     while heaps:
         best, top = -1, k
         for t, h in heaps.items():
-            if h[0] < top:
+            if h[0] < top and (single is None or not single[t] or ext[t] == 0):
                 best, top = t, h[0]
+        if best < 0:
+            break  # every ready node waits for a single-partition unit that cannot open
         pid = len(part_unit)
         part_unit.append(best)
         stack = heaps.pop(best)
@@ -99,14 +134,17 @@ def epochs(c: Compiled, typ: list[int]) -> tuple[list[int], list[int]]:
             for w in succs[v]:
                 d = deg[w] - 1
                 deg[w] = d
-                if d == 0 and w < k:
+                if w < k:
                     tw = typ[w]
-                    if tw == best:
-                        stack.append(w)
-                    elif tw in heaps:
-                        push(heaps[tw], w)
-                    else:
-                        heaps[tw] = [w]
+                    if single is not None and tw != best and single[tw]:
+                        ext[tw] -= 1
+                    if d == 0:
+                        if tw == best:
+                            stack.append(w)
+                        elif tw in heaps:
+                            push(heaps[tw], w)
+                        else:
+                            heaps[tw] = [w]
     return part_of, part_unit
 
 
@@ -127,19 +165,25 @@ class Run:
     load: list[float] | None = None
     weights: list[int] | None = None
     arena: list[int] | None = None
-    moved: dict[int, tuple[int, int, int, float]] | None = None  # t*D+dst -> (t, src, part, c)
+    # t*D+dst -> (t, src domain, src partition or -1, cost, designated receiver or -1)
+    moved: dict[int, tuple[int, int, int, float, int]] | None = None
     unsupported: list[int] | None = None
     split_group: list[int] | None = None
+    # single-partition units whose nodes cannot form one partition (the epochs are then the
+    # plain ones, reported for the detail only)
+    unpartitionable: list[int] | None = None
 
 
 _NO = Run(False, INF, INF)
 
 
-def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Run:
+def run(c: Compiled, units: list[int], detail: bool, spread: int = 0) -> Run:
     """Evaluate one placement; with ``detail`` False an infeasible one returns early.
 
-    ``spread`` adds the sum over nodes of the end time of their partition: how early results
-    become available overall, the local search's tie-breaker on makespan plateaus.
+    ``spread`` 1 adds the sum over nodes of the end time of their partition: how early results
+    become available overall, the local search's tie-breaker on makespan plateaus; 2 adds the
+    sum of squared unit and link loads: how balanced the resources are, the tie-breaker on
+    period plateaus (several resources equally busy).
     """
     n, uproc = c.n, c.uproc
     procs = [uproc[u] for u in units]
@@ -172,7 +216,16 @@ def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Ru
         if not fits and not detail:
             return _NO
 
-    part_of, part_unit = epochs(c, units)
+    unpart: list[int] = []
+    if c.any_single:
+        part_of, part_unit = epochs(c, units, c.usingle)
+        if -1 in part_of:
+            if not detail:
+                return _NO
+            unpart = sorted({units[v] for v in range(n) if part_of[v] < 0 and c.usingle[units[v]]})
+            part_of, part_unit = epochs(c, units)
+    else:
+        part_of, part_unit = epochs(c, units)
     nq = len(part_unit)
     dur = [0.0] * nq
     for q, x in zip(part_of, lv, strict=True):
@@ -191,37 +244,74 @@ def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Ru
     for t, v in c.inc_input:
         qin[part_of[v]].append((t, -1))
 
+    # Transfers, in creation order of the reading partitions, then the model outputs: which
+    # reads pay a cost, which (tensor, destination domain) pairs move (once each), and the delay
+    # each read sees. A unit that copies with its own cores spends the transfer's time inside its
+    # partition (the sender after its compute, the first receiver in that domain before it), and
+    # the delay on the path is then already paid.
     nd, host, udom, selfl, tcost, tsrc = c.nd, c.host, c.udom, c.selfl, c.tcost, c.tsrc
+    ucopy, uhand = c.ucopy, c.uhand
+    moved: dict[int, tuple[int, int, int, float, int]] = {}
+    reads: list[list[tuple[int, float]]] = [[] for _ in range(nq)]
+    for q in range(nq):
+        u = part_unit[q]
+        dq = udom[u]
+        rq = reads[q]
+        for t, ps in qin[q]:
+            if ps >= 0:
+                us = part_unit[ps]
+                ds = udom[us]
+                if ds == dq and (not selfl[ds] or (us == u and not uhand[u])):
+                    rq.append((ps, 0.0))
+                    continue
+                cst = tcost[t][ds * nd + dq]
+                sender = ucopy[us]
+            else:
+                if dq == host:
+                    rq.append((-1, 0.0))
+                    continue
+                ds = host
+                cst = tcost[t][host * nd + dq]
+                sender = False
+            k = t * nd + dq
+            if k not in moved:
+                moved[k] = (t, ds, ps, cst, q)
+                if sender:
+                    dur[ps] += cst
+                if ucopy[u]:
+                    dur[q] += cst
+                    rq.append((ps, 0.0))
+                    continue
+            rq.append((ps, 0.0 if sender else cst))
+    outs: list[tuple[int, float]] = []
+    for t in c.out_t:
+        q = part_of[tsrc[t]]
+        us = part_unit[q]
+        ds = udom[us]
+        if ds == host:
+            outs.append((q, 0.0))
+            continue
+        cst = tcost[t][ds * nd + host]
+        k = t * nd + host
+        if k not in moved:
+            moved[k] = (t, ds, q, cst, -1)
+            if ucopy[us]:
+                dur[q] += cst
+        outs.append((q, 0.0 if ucopy[us] else cst))
+
     free = [0.0] * c.nu
     start = [0.0] * nq
     end = [0.0] * nq
     send = [0.0] * nq
     last = 0.0
-    moved: dict[int, tuple[int, int, int, float]] = {}
     for q in range(nq):
         u = part_unit[q]
-        dq = udom[u]
         r = rs = 0.0
-        for t, ps in qin[q]:
+        for ps, cst in reads[q]:
             if ps >= 0:
-                ds = udom[part_unit[ps]]
-                if ds == dq and not selfl[ds]:
-                    cst = 0.0
-                else:
-                    cst = tcost[t][ds * nd + dq]
-                    k = t * nd + dq
-                    if k not in moved:
-                        moved[k] = (t, ds, ps, cst)
                 a = end[ps] + cst
                 b = send[ps] + cst
             else:
-                if dq == host:
-                    cst = 0.0
-                else:
-                    cst = tcost[t][host * nd + dq]
-                    k = t * nd + dq
-                    if k not in moved:
-                        moved[k] = (t, host, -1, cst)
                 a = b = cst
             if a > r:
                 r = a
@@ -235,15 +325,7 @@ def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Ru
 
     latency = max(end)
     serial = max(send)
-    for t in c.out_t:
-        q = part_of[tsrc[t]]
-        ds = udom[part_unit[q]]
-        cst = 0.0
-        if ds != host:
-            cst = tcost[t][ds * nd + host]
-            k = t * nd + host
-            if k not in moved:
-                moved[k] = (t, ds, q, cst)
+    for q, cst in outs:
         a = end[q] + cst
         if a > latency:
             latency = a
@@ -255,19 +337,27 @@ def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Ru
     for q in range(nq):
         load[part_unit[q]] += dur[q]
     link = [0.0] * (nd * nd)
-    for k, (_, ds, _, cst) in moved.items():
-        link[ds * nd + k % nd] += cst
+    for k, mv in moved.items():
+        link[mv[1] * nd + k % nd] += mv[3]
     period = max(max(load), max(link))
-    ok = not unsupported and not split and fits
+    ok = not unsupported and not split and fits and not unpart
+    sp = 0.0
+    if spread == 1 and (ok or detail):
+        for q in part_of:
+            sp += end[q]
+    elif spread == 2 and (ok or detail):
+        for x in load:
+            sp += x * x
+        for x in link:
+            sp += x * x
     if not detail:
-        sp = sum([end[q] for q in part_of]) if spread and ok else 0.0
-        return Run(ok, latency if ok else INF, period if ok else INF, 0.0, sp)
+        return Run(ok, latency if ok else INF, period if ok else INF, 0.0, sp if ok else 0.0)
     return Run(
         ok,
         latency,
         period,
         serial,
-        sum([end[q] for q in part_of]) if spread else 0.0,
+        sp,
         part_of,
         part_unit,
         dur,
@@ -279,6 +369,7 @@ def run(c: Compiled, units: list[int], detail: bool, spread: bool = False) -> Ru
         moved,
         unsupported,
         split,
+        unpart,
     )
 
 

@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -93,6 +94,11 @@ class CostGraph:
     output_tensors: np.ndarray  # tensors delivered to the host domain
     baseline_delegate: int  # -1 = choose the best accelerator
     baseline_cpu: int  # -1 = no CPU to fall back to
+    # Model options per processor (docs/costgraph.md): transfers occupy the sending and
+    # receiving units; each unit runs one convex partition; same-unit hand-offs pay the self-link.
+    proc_copies: np.ndarray  # [P] bool
+    proc_single: np.ndarray  # [P] bool
+    proc_unit_handoff: np.ndarray  # [P] bool
 
     @property
     def num_nodes(self) -> int:
@@ -109,6 +115,27 @@ class CostGraph:
     @property
     def num_edges(self) -> int:
         return len(self.succ.idx)
+
+    def with_options(
+        self,
+        *,
+        transfers_on_unit: object = None,
+        single_partition: object = None,
+        charge_unit_handoffs: object = None,
+    ) -> CostGraph:
+        """A copy with some model options changed: a bool (every processor) or a ``[P]`` mask."""
+        def mask(v: object, old: np.ndarray) -> np.ndarray:
+            if v is None:
+                return old
+            out: np.ndarray = np.broadcast_to(np.asarray(v, dtype=bool), old.shape).copy()
+            return out
+
+        return dataclasses.replace(
+            self,
+            proc_copies=mask(transfers_on_unit, self.proc_copies),
+            proc_single=mask(single_partition, self.proc_single),
+            proc_unit_handoff=mask(charge_unit_handoffs, self.proc_unit_handoff),
+        )
 
     def supported(self) -> np.ndarray:
         """``[N, P]`` bool: the processor can run the node."""
@@ -267,6 +294,9 @@ def _build(r: _cgparse.Raw, source: str) -> CostGraph:
         output_tensors=np.asarray(r.output_tensors, dtype=np.int64),
         baseline_delegate=-1 if r.baseline_delegate is None else names.index(r.baseline_delegate),
         baseline_cpu=_cpu_index(r),
+        proc_copies=np.asarray(r.proc_copies, dtype=bool),
+        proc_single=np.asarray(r.proc_single, dtype=bool),
+        proc_unit_handoff=np.asarray(r.proc_handoff, dtype=bool),
     )
 
 

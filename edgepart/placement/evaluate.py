@@ -10,19 +10,29 @@ of the processor unit that runs it (``CostGraph.unit_proc`` maps units to proces
    predecessors in earlier epochs); every ready node on that unit joins, including nodes that
    become ready through the epoch's own members, until none is left. Each epoch is one partition.
    Every partition is convex and the creation order is a topological order of the partition
-   DAG (a node joins only when everything it depends on is already placed).
+   DAG (a node joins only when everything it depends on is already placed). On a processor
+   marked ``single_partition`` a unit's epoch opens only once all of the unit's nodes can run
+   (every predecessor on another unit placed) and then takes them all: the unit runs one
+   partition. If that is impossible (a path leaves the unit and comes back, or such units wait
+   on each other) the placement is infeasible.
 2. **Durations.** A partition on processor ``p`` takes ``dispatch_s[p]`` plus the sum of its
-   nodes' latencies on ``p`` (nodes run one after another inside the call).
-3. **Tensors.** A tensor produced in partition ``A`` (memory domain ``a``) and read by partition
-   ``B != A`` (domain ``b``) is available to ``B`` at ``end(A) + cost``, with ``cost`` the edge's
-   ``transfer_s`` or the ``a -> b`` link's ``latency_s + bytes / bandwidth``. Same domain: free
-   unless a self-link ``a -> a`` is given. A tensor is transferred **once per destination domain**
-   (all partitions of that domain that read it share the copy), which is what is counted in
-   transfers and link loads; timing is the same either way. Model inputs sit in the host domain
-   at time 0; model outputs must reach the host domain.
+   nodes' latencies on ``p`` (nodes run one after another inside the call), plus, on a processor
+   marked ``transfers_on_unit``, the cost of every transfer it sends and of every transfer it is
+   the first reader of in its domain (its own cores do the copy).
+3. **Tensors.** A tensor produced in partition ``A`` (unit ``ua``, memory domain ``a``) and read
+   by partition ``B != A`` (unit ``ub``, domain ``b``) costs the edge's ``transfer_s`` or the
+   ``a -> b`` link's ``latency_s + bytes / bandwidth``. Same domain: free unless a self-link
+   ``a -> a`` is given, and free on the same unit unless its processor is marked
+   ``charge_unit_handoffs``. A tensor is transferred **once per destination domain** (all
+   partitions of that domain that read it share the copy), which is what is counted in
+   transfers and link loads. It is available to ``B`` at ``end(A) + cost``, or at ``end(A)``
+   when a copying unit already spent the cost inside a partition (the sender's, or ``B``'s when
+   ``B`` made the copy). Model inputs sit in the host domain at time 0; model outputs must
+   reach the host domain.
 4. **Schedule.** List scheduling with a fixed priority: partitions in creation order; each
    starts at ``max(time its unit is free, arrival of its last input)`` on its own unit (no
-   insertion into earlier idle gaps). Transfers do not occupy units. Different units overlap.
+   insertion into earlier idle gaps). Transfers do not occupy units unless they copy (step 2).
+   Different units overlap.
 5. **Objectives.** ``latency_s`` = makespan = the later of the last partition end and the last
    model output arriving at the host. ``period_s`` (throughput objective; pipelined inputs) = the
    busiest resource's work per input: ``max`` over units of the sum of their partitions'
@@ -32,8 +42,9 @@ of the processor unit that runs it (``CostGraph.unit_proc`` maps units to proces
 6. **Constraints.** Support (finite latency), memory per unit (``weights + arena``, arena = the
    largest ``activation_bytes`` of a node on the unit: the node's distinct input tensors plus its
    outputs must be resident while it runs, so no arena can be smaller; partitions on one unit run
-   one at a time and share it) and colocation (a group's nodes share one unit). Convexity holds
-   by construction. A violated placement gets objective ``inf`` and its violations listed.
+   one at a time and share it), colocation (a group's nodes share one unit) and one partition per
+   unit where asked. Convexity holds by construction. A violated placement gets objective
+   ``inf`` and its violations listed.
 """
 
 from __future__ import annotations
@@ -107,6 +118,13 @@ def score(g: CostGraph, units: np.ndarray | list[int], objective: str) -> tuple[
     return (r.latency, r.period)
 
 
+def _check_units(g: CostGraph, units: np.ndarray) -> None:
+    if units.shape != (g.num_nodes,):
+        raise ValueError(f"a placement has one unit per node: {g.num_nodes}, got {units.shape}")
+    if len(units) and (units.min() < 0 or units.max() >= g.num_units):
+        raise ValueError(f"unit indices must be 0..{g.num_units - 1}")
+
+
 def _as_list(units: np.ndarray | list[int]) -> list[int]:
     return units.tolist() if isinstance(units, np.ndarray) else list(units)
 
@@ -159,6 +177,7 @@ def evaluate(g: CostGraph, units: np.ndarray | list[int]) -> Evaluation:
     (0.0075, 2)
     """
     units = np.asarray(units, dtype=np.int64)
+    _check_units(g, units)
     r = _core.run(_core.compiled(g), units.tolist(), True)
     assert r.part_of is not None and r.part_unit is not None and r.moved is not None
     nd = len(g.domain_names)
@@ -209,6 +228,12 @@ def _violations(
             f"colocation group {g.coloc_names[gi]!r} is split: {g.node_label(v)} is on "
             f"{g.unit_name(int(units[v]))}, the group's first node on "
             f"{g.unit_name(int(units[first]))}"
+        )
+    for u in r.unpartitionable or ():
+        out.append(
+            f"unit {g.unit_name(u)} must run its nodes as one partition (single_partition) but "
+            "they cannot form one: a path leaves the unit and comes back, or another such unit "
+            "waits on it while it waits on that one"
         )
     cap = g.proc_memory[g.unit_proc]
     for u in np.flatnonzero(weights + arena > cap).tolist():

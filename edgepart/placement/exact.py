@@ -42,8 +42,13 @@ from edgepart.placement._bounds import edge_xfer, frontier_bound, io_costs, pref
 from edgepart.placement.constraints import admissible, group_members
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate, objective_key, score
+from edgepart.placement.lower_bounds import lower_bound
 
-__all__ = ["ExactResult", "solve_exact"]
+__all__ = ["BB_MAX_NODES", "ExactResult", "solve_exact"]
+
+# The branch and bound runs on graphs up to this size (its preprocessing is quadratic in the
+# worst case); above it the answer is the incumbent and the root lower bound.
+BB_MAX_NODES = 2000
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +59,7 @@ class ExactResult:
     nodes_explored: int
     leaves: int
     seconds: float
+    bound: float = 0.0  # lower bound on the primary objective (= the incumbent when optimal)
 
 
 def solve_exact(
@@ -63,6 +69,7 @@ def solve_exact(
     time_limit: float = 60.0,
     incumbents: Sequence[np.ndarray] = (),
     progress: Callable[[int, int, str], None] | None = None,
+    lp_bound: bool = True,
 ) -> ExactResult:
     """Branch and bound to the optimal placement of ``g`` (see the module docstring).
 
@@ -79,6 +86,9 @@ def solve_exact(
     progress : callable, optional
         ``progress(elapsed_ms, limit_ms, label)`` every 256 search nodes (a progress bar:
         :class:`edgepart.progress.Progress`); the label gives nodes searched and the best so far.
+    lp_bound : bool
+        Compute the LP lower bounds at the root (:mod:`~edgepart.placement.lower_bounds`): an
+        incumbent that meets them is optimal without a search.
 
     Raises
     ------
@@ -88,6 +98,20 @@ def solve_exact(
     t0 = time.perf_counter()
     adm = admissible(g)
     n, npr = g.num_nodes, g.num_procs
+    deadline = t0 + time_limit
+    best_units = None
+    best_ev = None
+    best_key = (math.inf, math.inf)
+    for inc in incumbents:
+        ev = evaluate(g, inc)
+        key = objective_key(ev, objective)
+        if key < best_key:
+            best_units, best_ev, best_key = np.asarray(inc).copy(), ev, key
+    throughput = objective == "throughput"
+    root_lb = lower_bound(g, objective, lp=lp_bound, time_limit=max(0.05, 0.3 * time_limit)).value
+    if best_units is not None and best_ev is not None and best_key[0] <= root_lb * (1 + 1e-9):
+        # the incumbent meets the bound: proven without a search
+        return ExactResult(best_units, best_ev, True, 0, 0, time.perf_counter() - t0, root_lb)
     lat = np.where(adm, g.latency, np.inf)
     dom = g.proc_domain.tolist()
     disp = g.proc_dispatch.tolist()
@@ -117,15 +141,26 @@ def solve_exact(
     min_lat = np.min(lat, axis=1)
     rest_work: list[float] = np.concatenate([np.cumsum(min_lat[::-1])[::-1], [0.0]]).tolist()
     total_units = g.num_units
-    # Frontier per depth k: unplaced nodes w >= k with a predecessor < k.
-    frontier: list[list[tuple[int, list[int]]]] = []
-    for k in range(n + 1):
-        fk = []
-        for w in range(k, n):
-            pl = [u for u in preds[w] if u < k]
-            if pl:
-                fk.append((w, pl))
-        frontier.append(fk)
+    # Frontier at depth k: unplaced nodes w >= k with a predecessor < k (w is in it for
+    # min(preds(w)) < k <= w), cached per depth.
+    min_pred = [min(preds[w]) if preds[w] else n for w in range(n)]
+    by_start = sorted(range(n), key=lambda w: min_pred[w])
+    fcache: dict[int, list[tuple[int, list[int]]]] = {}
+
+    def frontier(k: int) -> list[tuple[int, list[int]]]:
+        hit = fcache.get(k)
+        if hit is None:
+            hit = []
+            for w in by_start:
+                if min_pred[w] >= k:
+                    break
+                if w >= k:
+                    hit.append((w, [u for u in preds[w] if u < k]))
+            hit.sort()
+            if len(fcache) < 4096:
+                fcache[k] = hit
+        return hit
+
     static_lb = max(
         (
             min(disp[q] + a_in_l[w][q] + tail_l[w][q] for q in range(npr) if adm[w, q])
@@ -145,16 +180,17 @@ def solve_exact(
     group = g.coloc.tolist()
     gfirst = [int(m[0]) if len(m) else -1 for m in group_members(g)]
 
-    best_units = None
-    best_ev = None
-    best_key = (math.inf, math.inf)
-    for inc in incumbents:
-        ev = evaluate(g, inc)
-        key = objective_key(ev, objective)
-        if key < best_key:
-            best_units, best_ev, best_key = np.asarray(inc).copy(), ev, key
-    throughput = objective == "throughput"
+    if n > BB_MAX_NODES or (best_units is None and n > 60):
+        # beyond the branch and bound's reach: the incumbent and the bound are the answer
+        if best_units is None or best_ev is None:
+            arr = g.proc_first_unit[np.argmin(np.where(adm, g.latency, np.inf), axis=1)]
+            return ExactResult(
+                arr, evaluate(g, arr), False, 0, 0, time.perf_counter() - t0, root_lb
+            )
+        return ExactResult(best_units, best_ev, False, 0, 0, time.perf_counter() - t0, root_lb)
     comp = _core.compiled(g)
+    # the prefix schedule bound relies on the plain epochs of the prefix
+    prefix_ok = not bool(g.proc_single.any())
 
     unit = [-1] * n
     fin = [0.0] * n
@@ -164,41 +200,17 @@ def solve_exact(
     used = [0] * npr
     count = [0] * g.num_units
     state = {"nodes": 0, "leaves": 0, "timeout": False}
-    deadline = t0 + time_limit
 
     def bound(k: int, work: float) -> float:
         lb = max(load)
         if throughput:
-            return max(lb, (work + rest_work[k]) / total_units)
-        return frontier_bound(lb, frontier[k], unit, fin, uproc, tail_l, a_in_l, xfer, dom, disp)
+            return max(lb, (work + rest_work[k]) / total_units, root_lb)
+        return frontier_bound(lb, frontier(k), unit, fin, uproc, tail_l, a_in_l, xfer, dom, disp)
 
-    def rec(k: int, work: float, lb_fin: float) -> None:
-        nonlocal best_units, best_ev, best_key
-        state["nodes"] += 1
-        if (state["nodes"] & 255) == 1:
-            now = time.perf_counter()
-            if now > deadline:
-                state["timeout"] = True
-            if progress is not None:
-                best = "-" if best_ev is None else f"{best_key[0] * 1e3:.3f} ms"
-                progress(
-                    int((now - t0) * 1e3),
-                    int(time_limit * 1e3),
-                    f"{state['nodes']} nodes, best {best}",
-                )
-        if state["timeout"]:
-            return
-        if k == n:
-            state["leaves"] += 1
-            key = score(g, unit, objective)
-            if key < best_key:
-                arr = np.asarray(unit, dtype=np.int64)
-                best_units, best_ev, best_key = arr, evaluate(g, arr), key
-            return
-        v = k
+    def _children(v: int) -> list[tuple[float, int, int, float]]:
         gv = group[v]
         forced = unit[gfirst[gv]] if gv >= 0 and gfirst[gv] < v else -1
-        children = []
+        out = []
         for q, f0, cnt in adm_units[v]:
             top = min(used[q] + 1, cnt)
             for u in range(f0, f0 + top):
@@ -213,50 +225,95 @@ def solve_exact(
                     if a > s:
                         s = a
                 f = s + lat_l[v][q]
-                children.append((f + tail_l[v][q] - lat_l[v][q], u, q, f))
-        children.sort()
-        for est, u, q, f in children:
-            if est >= best_key[0] * (1 - 1e-9) and not throughput:
-                continue
-            first_use = count[u] == 0
-            count[u] += 1
-            unit[v] = u
-            fin[v] = f
-            old = (load[u], wsum[u], arena[u], used[q])
-            load[u] += lat_l[v][q] + (disp[q] if first_use else 0.0)
-            wsum[u] += wts[v]
-            arena[u] = max(arena[u], act[v])
-            if u - (f0 := int(g.proc_first_unit[q])) + 1 > used[q]:
-                used[q] = u - f0 + 1
-            nf = max(lb_fin, f + o_out_l[v][q])
-            lb = bound(k + 1, work + lat_l[v][q])
-            if not throughput and lb < best_key[0] * (1 - 1e-9):
-                lb = max(lb, nf, static_lb)
-                if lb < best_key[0] * (1 - 1e-9):
-                    lb = max(
-                        lb,
-                        prefix_bound(
-                            comp,
-                            unit,
-                            k + 1,
-                            frontier[k + 1],
-                            tail_l,
-                            a_in_l,
-                            o_out_l,
-                            xfer,
-                            dom,
-                            disp,
-                        ),
-                    )
-            if lb < best_key[0] * (1 - 1e-9):
-                rec(k + 1, work + lat_l[v][q], nf)
-            load[u], wsum[u], arena[u], used[q] = old
-            count[u] -= 1
-            unit[v] = -1
-            if state["timeout"]:
-                return
+                out.append((f + tail_l[v][q] - lat_l[v][q], int(u), int(q), f))
+        out.sort()
+        return out
 
-    rec(0, 0.0, 0.0)
+    # Depth-first branch and bound with an explicit stack (no recursion: any depth works).
+    # A frame is one tree node at depth k: its children (sorted by estimate), the next one to
+    # try, and the state change of the child currently descended into (undone on return).
+    stack: list[list[object]] = [[0, 0.0, 0.0, None, 0, None]]
+    while stack:
+        fr = stack[-1]
+        k, work, lb_fin, children, ci, applied = fr
+        assert isinstance(k, int) and isinstance(work, float) and isinstance(lb_fin, float)
+        if applied is not None:  # back from a child: undo it
+            assert isinstance(applied, tuple)
+            u_, q_, old_ = applied
+            load[u_], wsum[u_], arena[u_], used[q_] = old_
+            count[u_] -= 1
+            unit[k] = -1
+            fr[5] = None
+        if state["timeout"]:
+            break
+        if children is None:  # entering the node
+            state["nodes"] += 1
+            if (state["nodes"] & 255) == 1:
+                now = time.perf_counter()
+                if now > deadline:
+                    state["timeout"] = True
+                    break
+                if progress is not None:
+                    best = "-" if best_ev is None else f"{best_key[0] * 1e3:.3f} ms"
+                    progress(
+                        int((now - t0) * 1e3),
+                        int(time_limit * 1e3),
+                        f"{state['nodes']} nodes, best {best}",
+                    )
+            if k == n:
+                state["leaves"] += 1
+                key = score(g, unit, objective)
+                if key < best_key:
+                    arr = np.asarray(unit, dtype=np.int64)
+                    best_units, best_ev, best_key = arr, evaluate(g, arr), key
+                stack.pop()
+                continue
+            children = _children(k)
+            fr[3] = children
+        assert isinstance(children, list) and isinstance(ci, int)
+        if ci >= len(children):
+            stack.pop()
+            continue
+        fr[4] = ci + 1
+        est, u, q, f = children[ci]
+        if est >= best_key[0] * (1 - 1e-9) and not throughput:
+            continue
+        v = k
+        first_use = count[u] == 0
+        count[u] += 1
+        unit[v] = u
+        fin[v] = f
+        old = (load[u], wsum[u], arena[u], used[q])
+        fr[5] = (u, q, old)
+        load[u] += lat_l[v][q] + (disp[q] if first_use else 0.0)
+        wsum[u] += wts[v]
+        arena[u] = max(arena[u], act[v])
+        f0 = int(g.proc_first_unit[q])
+        if u - f0 + 1 > used[q]:
+            used[q] = u - f0 + 1
+        nf = max(lb_fin, f + o_out_l[v][q])
+        lb = bound(k + 1, work + lat_l[v][q])
+        if not throughput and lb < best_key[0] * (1 - 1e-9):
+            lb = max(lb, nf, static_lb)
+            if lb < best_key[0] * (1 - 1e-9) and prefix_ok:
+                lb = max(
+                    lb,
+                    prefix_bound(
+                        comp,
+                        unit,
+                        k + 1,
+                        frontier(k + 1),
+                        tail_l,
+                        a_in_l,
+                        o_out_l,
+                        xfer,
+                        dom,
+                        disp,
+                    ),
+                )
+        if lb < best_key[0] * (1 - 1e-9):
+            stack.append([k + 1, work + lat_l[v][q], nf, None, 0, None])
+
     elapsed = time.perf_counter() - t0
     if progress is not None:
         progress(int(time_limit * 1e3), int(time_limit * 1e3), f"{state['nodes']} nodes, done")
@@ -264,7 +321,16 @@ def solve_exact(
         # No incumbent and nothing feasible found in time: fall back to an evaluation of the
         # all-fastest placement so the caller gets a concrete (infeasible) answer to report.
         arr = g.proc_first_unit[np.argmin(lat, axis=1)]
-        return ExactResult(arr, evaluate(g, arr), False, state["nodes"], state["leaves"], elapsed)
+        return ExactResult(
+            arr, evaluate(g, arr), False, state["nodes"], state["leaves"], elapsed, root_lb
+        )
+    done = not state["timeout"]
     return ExactResult(
-        best_units, best_ev, not state["timeout"], state["nodes"], state["leaves"], elapsed
+        best_units,
+        best_ev,
+        done,
+        state["nodes"],
+        state["leaves"],
+        elapsed,
+        best_key[0] if done else root_lb,
     )

@@ -1,34 +1,47 @@
-"""The scalable placement heuristic: several cheap starts, then iterated local search.
+"""The default placement search: many cheap starts, multi-start local search, window LNS.
 
 1. Admissible processors per node (support and memory; infeasible inputs raise here).
 2. Starts: the Band-unit chain DP, an earliest-finish-time greedy, every processor alone with
-   fallbacks, plus any caller-supplied starts (the TFLite baselines). Each is repaired for unit
-   memory if needed and evaluated.
-3. Local search from the best start (small graphs: from the best few, splitting the budget).
+   fallbacks, any caller-supplied starts (the TFLite baselines), each also *packed* over a
+   memory-limited processor's units (and *balanced* for throughput), and stage plans from
+   :mod:`~edgepart.placement.stages`. Each is repaired for unit memory and scored.
+3. From the best two or three distinct starts (multi-start): local search
+   (:mod:`~edgepart.placement.localsearch`), then exact window re-solves
+   (:mod:`~edgepart.placement.lns`) alternating with local search while they improve.
+4. A lower bound that costs no LP (critical path or total work) comes with the result; a start
+   or searched plan that meets it is optimal, and the search stops there.
 
-The evaluation budget scales inversely with graph size, so the run time is roughly linear:
-about ``3e5 / (nodes + edges)`` distinct evaluations (``1.2e6 / (nodes + edges)`` up to 400
-nodes), at least 8 and at most 12,000, times ``effort``. The local search usually stops well
-before: after 30 kicks in a row without a better placement (3 on graphs over 400 nodes), or at
-once when nothing can move (a median 0.5 s on 10-40-node graphs; see
-:mod:`~edgepart.placement.localsearch`).
+The evaluation budget *grows* with the graph (:func:`evaluation_budget`): the search is
+counted in evaluations of the C kernel, never wall time, so results are deterministic; the
+exact solver passes a ``deadline`` instead.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from edgepart.errors import PlacementInfeasibleError
+from edgepart.placement._fastscore import Scorer
 from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
-from edgepart.placement.evaluate import Evaluation, evaluate, objective_key, score
-from edgepart.placement.localsearch import local_search
-from edgepart.placement.starts import band_units, chain_dp_start, greedy_eft_start, single_starts
+from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
+from edgepart.placement.lns import Atoms, window_search
+from edgepart.placement.localsearch import HUGE, Neighbourhood, local_search
+from edgepart.placement.lower_bounds import lower_bound
+from edgepart.placement.stages import plan_stages
+from edgepart.placement.starts import (
+    band_units,
+    chain_dp_start,
+    greedy_eft_start,
+    pack_units,
+    single_starts,
+)
 
 __all__ = ["HeuristicResult", "evaluation_budget", "repair_memory", "solve_heuristic"]
 
@@ -44,15 +57,29 @@ class HeuristicResult:
     evaluation: Evaluation
     start: str  # which start the best placement descends from
     stats: dict[str, int] = field(default_factory=dict)
+    bound: float = 0.0  # a lower bound on the primary objective (critical path or load)
+
+
+BUDGET_GROWTH_LIMIT = 10_000
 
 
 def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
-    """Number of evaluations the heuristic may spend on ``g`` (see the module docstring)."""
-    # Small graphs (the exact solver's range) get a larger constant: each evaluation costs tens
-    # of microseconds there, and the extra search closes most of the remaining optimality gap.
-    work = 1.2e6 if g.num_nodes <= _SMALL else 3e5
-    base = work / (g.num_nodes + g.num_edges + 1)
-    return max(8, int(effort * min(12000.0, base)))
+    """Number of evaluations the heuristic may spend on ``g`` (see the module docstring).
+
+    It grows with the graph, ``40000 + 2 * nodes`` up to :data:`BUDGET_GROWTH_LIMIT` nodes
+    (60,000 there); graphs of 200 nodes and more small enough that an evaluation costs a few
+    microseconds get more, ``6e7 / (nodes + edges)`` (at most 300,000; the search usually
+    stalls and stops long before). Beyond :data:`BUDGET_GROWTH_LIMIT` nodes, where one
+    evaluation costs milliseconds, it falls with the square of the size (600 at 100,000 nodes)
+    so the run time stays near that of 10,000 nodes. Times ``effort``.
+    """
+    n = g.num_nodes
+    base: float = 40000 + 2 * min(n, BUDGET_GROWTH_LIMIT)
+    if n >= 200:  # (smaller graphs converge within the base budget)
+        base = max(base, min(300_000, 6e7 / (n + g.num_edges + 1)))
+    if n > BUDGET_GROWTH_LIMIT:
+        base = base * (BUDGET_GROWTH_LIMIT / n) ** 2
+    return max(8, int(effort * base))
 
 
 def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -89,6 +116,34 @@ def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarra
     return units
 
 
+# The exact stage DP runs in the default search while its (ideal, sub-ideal) pairs stay under
+# this many (about a second); beyond it the block DP gives the stage starts (throughput).
+STAGE_DP_PAIRS = 30_000
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
+def _stage_starts(g: CostGraph, objective: str) -> list[tuple[str, np.ndarray]]:
+    """Stage plans (contiguous stages, one unit each) as starts, from the exact DP over ideals
+    when it is small enough, else from the block DP: for throughput the slowest stage is
+    minimized (with and without send and receive), for latency the sum of the stages (run one
+    after another, send and receive counted: sequential stages that fill memory-limited units
+    or single-partition units)."""
+    out: list[tuple[str, np.ndarray]] = []
+    # ideals beyond sqrt(2 * pairs) cannot stay under the pair cap
+    cap = math.isqrt(2 * STAGE_DP_PAIRS)
+    total = objective != "throughput"
+    for count in (True, False) if not total else (True,):
+        plan = plan_stages(
+            g, count_transfers=count, max_ideals=cap, max_pairs=STAGE_DP_PAIRS, total=total
+        )
+        if plan is not None:
+            out.append((f"stages:{plan.method}{'+comm' if count else ''}", plan.units))
+    return out
+
+
 def solve_heuristic(
     g: CostGraph,
     objective: str = "latency",
@@ -96,6 +151,7 @@ def solve_heuristic(
     seed: int = 0,
     effort: float = 1.0,
     extra_starts: Sequence[tuple[str, np.ndarray]] = (),
+    deadline: float | None = None,
 ) -> HeuristicResult:
     """Find a good feasible placement of ``g`` for ``objective`` ("latency" or "throughput").
 
@@ -111,6 +167,9 @@ def solve_heuristic(
         Multiplies the evaluation budget.
     extra_starts : sequence of (name, units)
         More starting placements (e.g. the TFLite baselines).
+    deadline : float
+        A ``time.perf_counter()`` value at which the search stops (the exact solver's time
+        limit); without it the run depends on evaluation counts only (deterministic).
 
     Returns
     -------
@@ -129,10 +188,21 @@ def solve_heuristic(
         starts.append(("greedy-eft", greedy_eft_start(g, adm)))
     starts += [(f"single:{g.proc_names[p]}", s) for p, s in enumerate(single_starts(g, adm))]
     starts += list(extra_starts)
+    sc = Scorer(g, objective)
     scored: list[tuple[tuple[float, float], int, str, np.ndarray]] = []
+    packed = []
+    for name, units in starts:
+        for bal in (False, True) if objective == "throughput" else (False,):
+            pk = pack_units(g, units, balance=bal)
+            if not np.array_equal(pk, units):
+                packed.append((f"{name}+{'balanced' if bal else 'packed'}", pk))
+    starts += packed
+    starts += _stage_starts(g, objective)
     for name, units in starts:
         units = repair_memory(g, adm, units)
-        scored.append((score(g, units, objective), len(scored), name, units))
+        k = sc.score(units, spread=False)
+        k2 = (k[0], k[2]) if objective == "throughput" else (k[0], k[1])
+        scored.append((k2, len(scored), name, units))
     used = len(scored)
     scored.sort(key=lambda s: (s[0], s[1]))
     if not math.isfinite(scored[0][0][0]):
@@ -140,20 +210,84 @@ def solve_heuristic(
         raise PlacementInfeasibleError(
             "no feasible placement found; the best attempt violates: " + ev.violations[0]
         )
-    tries = [s for s in scored if math.isfinite(s[0][0])][: 3 if g.num_nodes <= 400 else 1]
+    # multi-start: the best distinct starts (three on small graphs, two on large ones)
+    tries = []
+    seen: set[bytes] = set()
+    for s_ in scored:
+        kb = s_[3].tobytes()
+        if math.isfinite(s_[0][0]) and kb not in seen:
+            seen.add(kb)
+            tries.append(s_)
+    tries = tries[: 3 if g.num_nodes <= _SMALL else 2 if g.num_nodes <= HUGE else 1]
+    # the best bound that costs no LP: critical path (latency) or total work (throughput); a
+    # start that meets it is optimal, and so is a searched plan: nothing left to search for
+    lb = lower_bound(g, objective, lp=False).value
+    stats = {"evaluations": used, "improvements": 0, "kicks": 0, "budget": budget}
+    if tries[0][0][0] <= lb * (1 + 1e-9):
+        _, _, name, units = tries[0]
+        return HeuristicResult(units, evaluate(g, units), name, stats, lb)
+    nbh = Neighbourhood(g, adm, band_of)
     share = max(1, (budget - used) // len(tries))
     best: HeuristicResult | None = None
-    stats = {"evaluations": used, "improvements": 0, "kicks": 0, "budget": budget}
+    atoms = Atoms(g, nbh) if g.num_nodes <= HUGE else None
     for i, (_, _, name, units) in enumerate(tries):
+        e_start = sc.evaluations
+
+        def left(e_start: int = e_start) -> int:
+            return share - (sc.evaluations - e_start)
+
         res_units, res_ev, st = local_search(
-            g, adm, band_of, units, objective, max_evals=share, seed=seed + i
+            g,
+            adm,
+            band_of,
+            units,
+            objective,
+            max_evals=(7 * left()) // 10,
+            seed=seed + i,
+            scorer=sc,
+            nbh=nbh,
+            deadline=deadline,
         )
-        stats["evaluations"] += st.evaluations
         stats["improvements"] += st.improvements
         stats["kicks"] += st.kicks
+        rounds = 0
+        # alternate exact window re-solves and local search while the windows find something
+        while left() > 0 and rounds < 20 and not _late(deadline) and g.num_nodes <= HUGE:
+            rounds += 1
+            assert atoms is not None
+            w_units, _, imp = window_search(
+                g,
+                sc,
+                nbh,
+                atoms,
+                res_units,
+                max_evals=left(),
+                throughput=objective == "throughput",
+                deadline=deadline,
+            )
+            stats["windows"] = stats.get("windows", 0) + imp
+            if imp == 0:
+                break
+            res_units, res_ev, st = local_search(
+                g,
+                adm,
+                band_of,
+                w_units,
+                objective,
+                max_evals=max(1, left()),
+                seed=seed + i,
+                scorer=sc,
+                nbh=nbh,
+                deadline=deadline,
+            )
+            stats["improvements"] += st.improvements
+            stats["kicks"] += st.kicks
         rkey = objective_key(res_ev, objective)
         if best is None or rkey < objective_key(best.evaluation, objective):
             best = HeuristicResult(res_units, res_ev, name)
+        if rkey[0] <= lb * (1 + 1e-9):
+            break  # optimal: the other starts cannot do better
+    stats["evaluations"] = sc.evaluations
     assert best is not None
     log.debug("heuristic: %s, start %s", stats, best.start)
-    return HeuristicResult(best.units, best.evaluation, best.start, stats)
+    return HeuristicResult(best.units, best.evaluation, best.start, stats, lb)

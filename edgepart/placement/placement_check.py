@@ -8,10 +8,12 @@ It does not reuse the evaluation kernel; it recomputes every rule from the graph
    coming back would be a cycle through it);
 4. colocation groups sit on one unit;
 5. every unit's memory holds its weights plus its arena estimate (largest node activation);
-6. the schedule: each partition lasts its dispatch plus its nodes' latencies, starts no earlier
-   than every input's arrival (producer end plus transfer cost, model inputs from the host),
-   partitions on one unit do not overlap, and the predicted latency is the end of the schedule
-   (last partition end or model output arrival at the host).
+6. a unit of a ``single_partition`` processor runs at most one partition;
+7. the schedule: each partition lasts its dispatch plus its nodes' latencies (plus the copies its
+   unit makes on a ``transfers_on_unit`` processor), starts no earlier than every input's
+   arrival (producer end plus transfer cost unless a copying unit paid it, model inputs from the
+   host), partitions on one unit do not overlap, and the predicted latency is the end of the
+   schedule (last partition end or model output arrival at the host).
 
 Each failure raises :class:`~edgepart.errors.PlanError` with the partition, node and numbers.
 """
@@ -58,6 +60,7 @@ def check_plan(g: CostGraph, plan: PlanView, *, tol: float = 1e-9) -> None:
     units = np.asarray(plan.part_unit)[part_of]
     _colocation(g, units)
     _memory(g, units)
+    _single(g, plan)
     _schedule(g, plan, part_of, tol)
 
 
@@ -168,21 +171,26 @@ def _memory(g: CostGraph, units: np.ndarray) -> None:
         )
 
 
+def _single(g: CostGraph, plan: PlanView) -> None:
+    pu = np.asarray(plan.part_unit, dtype=np.int64)
+    counts = np.bincount(pu, minlength=g.num_units)
+    bad = np.flatnonzero((counts > 1) & g.proc_single[g.unit_proc])
+    if len(bad):
+        u = int(bad[0])
+        _fail(
+            f"unit {g.unit_name(u)} runs {int(counts[u])} partitions but its processor runs one "
+            "partition per unit (single_partition)"
+        )
+
+
 def _schedule(g: CostGraph, plan: PlanView, part_of: np.ndarray, tol: float) -> None:
     start = np.asarray(plan.part_start, dtype=np.float64)
     end = np.asarray(plan.part_end, dtype=np.float64)
     pu = np.asarray(plan.part_unit)
     proc = g.unit_proc[pu]
     dom = g.proc_domain[proc]
-    for q, nodes in enumerate(plan.part_nodes):
-        want = g.proc_dispatch[proc[q]] + g.latency[np.asarray(nodes), proc[q]].sum()
-        if abs(end[q] - start[q] - want) > tol * max(1.0, want):
-            _fail(
-                f"partition {q} lasts {end[q] - start[q]:.9g} s but its dispatch and nodes take "
-                f"{want:.9g} s"
-            )
-        if start[q] < -tol:
-            _fail(f"partition {q} starts before time 0 ({start[q]:.9g} s)")
+    copies = g.proc_copies[proc]
+    nq = len(plan.part_nodes)
     tc = g.tensor_consumers
     t = tc.row_ids()
     src = g.tensor_src[t]
@@ -190,11 +198,61 @@ def _schedule(g: CostGraph, plan: PlanView, part_of: np.ndarray, tol: float) -> 
     pc = part_of[tc.idx]
     cross = ps != pc
     t, ps, pc = t[cross], ps[cross], pc[cross]
+    # one row per (tensor, reading partition)
+    if len(t):
+        key = np.unique(np.stack([t, pc, ps]), axis=1)
+        t, pc, ps = key[0], key[1], key[2]
     a_dom = np.where(ps >= 0, dom[np.maximum(ps, 0)], g.host_domain)
     b_dom = dom[pc]
-    free = (a_dom == b_dom) & ((ps < 0) | ~g.self_link[a_dom])
+    same_unit = (ps >= 0) & (pu[np.maximum(ps, 0)] == pu[pc])
+    free = (a_dom == b_dom) & (
+        (ps < 0) | ~g.self_link[a_dom] | (same_unit & ~g.proc_unit_handoff[proc[pc]])
+    )
+    cost = np.where(free, 0.0, g.transfer_cost[t, a_dom, b_dom])
+    # a (tensor, destination domain) moves once; its first reader in creation order receives it
+    nd = len(g.domain_names)
+    mkey = t * nd + b_dom
+    first = np.ones(len(t), dtype=bool)
+    if len(t):
+        order = np.lexsort((pc, mkey))
+        charged = order[~free[order]]  # charged reads by (tensor, domain), then partition
+        first[:] = False
+        if len(charged):
+            ck = mkey[charged]
+            head = np.ones(len(charged), dtype=bool)
+            head[1:] = ck[1:] != ck[:-1]
+            first[charged[head]] = True
+    sender_pays = ~free & (ps >= 0) & copies[np.maximum(ps, 0)]
+    recv_pays = ~free & first & copies[pc]
+    extra = np.zeros(nq)
+    np.add.at(extra, ps[first & sender_pays], cost[first & sender_pays])
+    np.add.at(extra, pc[recv_pays], cost[recv_pays])
+    outs = g.output_tensors
+    oq = part_of[g.tensor_src[outs]] if len(outs) else np.zeros(0, np.int64)
+    od = dom[oq]
+    o_cost = np.where(od == g.host_domain, 0.0, g.transfer_cost[outs, od, g.host_domain])
+    # an output already copied to the host domain for a reader there is not moved again
+    moved_host = set((mkey[first]).tolist())
+    o_new = np.asarray(
+        [
+            od[i] != g.host_domain and int(outs[i]) * nd + g.host_domain not in moved_host
+            for i in range(len(outs))
+        ],
+        dtype=bool,
+    )
+    o_sender = copies[oq] & (od != g.host_domain)
+    np.add.at(extra, oq[o_new & o_sender], o_cost[o_new & o_sender])
+    for q, nodes in enumerate(plan.part_nodes):
+        want = g.proc_dispatch[proc[q]] + g.latency[np.asarray(nodes), proc[q]].sum() + extra[q]
+        if abs(end[q] - start[q] - want) > tol * max(1.0, want):
+            _fail(
+                f"partition {q} lasts {end[q] - start[q]:.9g} s but its dispatch, nodes and "
+                f"copies take {want:.9g} s"
+            )
+        if start[q] < -tol:
+            _fail(f"partition {q} starts before time 0 ({start[q]:.9g} s)")
     ready = np.where(ps >= 0, end[np.maximum(ps, 0)], 0.0)
-    arrive = ready + np.where(free, 0.0, g.transfer_cost[t, a_dom, b_dom])
+    arrive = ready + np.where(sender_pays | recv_pays, 0.0, cost)
     late = np.flatnonzero(start[pc] < arrive - tol * np.maximum(1.0, arrive))
     if len(late):
         i = int(late[0])
@@ -212,10 +270,8 @@ def _schedule(g: CostGraph, plan: PlanView, part_of: np.ndarray, tol: float) -> 
                     f"({start[x]:.9g}-{end[x]:.9g} s and {start[y]:.9g}-{end[y]:.9g} s)"
                 )
     finish = float(end.max())
-    for t in g.output_tensors.tolist():
-        q = int(part_of[int(g.tensor_src[t])])
-        d = int(dom[q])
-        c = 0.0 if d == g.host_domain else float(g.transfer_cost[t, d, g.host_domain])
-        finish = max(finish, float(end[q]) + c)
+    for i in range(len(outs)):
+        c = 0.0 if o_sender[i] else float(o_cost[i])
+        finish = max(finish, float(end[oq[i]]) + c)
     if abs(plan.latency_s - finish) > tol * max(1.0, finish):
         _fail(f"predicted latency {plan.latency_s:.9g} s but the schedule ends at {finish:.9g} s")

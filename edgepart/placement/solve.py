@@ -17,6 +17,8 @@ True
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,7 @@ from edgepart.placement.edgecut import edge_cut
 from edgepart.placement.evaluate import OBJECTIVES, Evaluation, evaluate, objective_key
 from edgepart.placement.exact import solve_exact
 from edgepart.placement.heuristic import solve_heuristic
+from edgepart.placement.milp import solve_milp
 from edgepart.placement.placement_check import check_evaluation
 from edgepart.progress import ProgressCallback
 
@@ -71,6 +74,9 @@ class Solution:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+# The exact mode's MILP runs on graphs up to this size (its model grows with nodes x slots).
+MILP_MAX_NODES = 3000
+
 SolverFn = Callable[[CostGraph, SolveOptions, list[Baseline]], tuple[np.ndarray, dict[str, Any]]]
 _SOLVERS: dict[str, SolverFn] = {}
 
@@ -110,26 +116,59 @@ def _heuristic(
         effort=o.effort,
         extra_starts=[(b.name, b.units) for b in bl if b.feasible],
     )
-    return r.units, {"start": r.start, **r.stats}
+    return r.units, {"start": r.start, **r.stats, "bound": r.bound}
 
 
 @register_solver("exact")
 def _exact(g: CostGraph, o: SolveOptions, bl: list[Baseline]) -> tuple[np.ndarray, dict[str, Any]]:
-    h, hinfo = _heuristic(g, o, bl)
-    r = solve_exact(
+    """Incumbent from the heuristic (a third of the time at most), the latency MILP where it
+    fits (exact with one partition per unit everywhere), then branch and bound on graphs up to
+    :data:`~edgepart.placement.exact.BB_MAX_NODES`; always within ``o.time_limit``."""
+    t0 = time.perf_counter()
+    tl = o.time_limit
+    h = solve_heuristic(
         g,
         o.objective,
-        time_limit=o.time_limit,
-        incumbents=[h] + [b.units for b in bl if b.feasible],
-        progress=o.progress,
+        seed=o.seed,
+        effort=o.effort,
+        extra_starts=[(b.name, b.units) for b in bl if b.feasible],
+        deadline=t0 + tl / 3,
     )
-    return r.units, {
-        "optimal": r.optimal,
-        "nodes_explored": r.nodes_explored,
-        "leaves": r.leaves,
-        "seconds": r.seconds,
-        "heuristic_evaluations": hinfo["evaluations"],
-    }
+    incumbents = [h.units] + [b.units for b in bl if b.feasible]
+    milp_bound = -math.inf
+    info: dict[str, Any] = {"heuristic_evaluations": h.stats["evaluations"]}
+    left = tl - (time.perf_counter() - t0)
+    # an incumbent at the heuristic's cheap bound is optimal already: no MILP needed
+    h_best = objective_key(h.evaluation, o.objective)[0]
+    at_bound = math.isfinite(h_best) and h_best <= h.bound * (1 + 1e-9)
+    if (
+        o.objective == "latency"
+        and not at_bound
+        and g.num_nodes <= MILP_MAX_NODES
+        and left > 0.2 * tl
+    ):
+        r = solve_milp(g, time_limit=0.5 * left, start=h.units)
+        info["milp"] = {"status": r.status, "exact": r.exact}
+        if r.units is not None and r.evaluation is not None and r.evaluation.feasible:
+            incumbents.append(r.units)
+        if r.exact:
+            milp_bound = r.bound
+    left = max(0.01, tl - (time.perf_counter() - t0))
+    r2 = solve_exact(g, o.objective, time_limit=left, incumbents=incumbents, progress=o.progress)
+    best = objective_key(r2.evaluation, o.objective)[0]
+    bound = max(r2.bound, milp_bound)
+    optimal = r2.optimal or (math.isfinite(best) and best <= bound * (1 + 1e-9))
+    info.update(
+        {
+            "optimal": optimal,
+            "bound": bound if math.isfinite(bound) else None,
+            "incumbent": best if math.isfinite(best) else None,
+            "nodes_explored": r2.nodes_explored,
+            "leaves": r2.leaves,
+            "seconds": time.perf_counter() - t0,
+        }
+    )
+    return r2.units, info
 
 
 @register_solver("edge-cut")

@@ -206,3 +206,51 @@ def greedy_eft_start(g: CostGraph, adm: np.ndarray) -> np.ndarray:
         p = uproc[best_u]
         used[p] = max(used[p], best_u - first[p] + 1)
     return fix_colocation(g, np.asarray(unit, dtype=np.int64))
+
+
+def pack_units(g: CostGraph, units: np.ndarray, *, balance: bool = False) -> np.ndarray:
+    """Spread each memory-limited processor's nodes over its units in execution order.
+
+    Starts place a processor's nodes on its first unit; when the unit's memory cannot hold them,
+    this cuts them, in execution order, into consecutive runs that fit, one unit each (like
+    pipeline stages), instead of scattering the heaviest nodes. A colocation group goes where its
+    first member goes. With ``balance`` the runs also aim at equal compute (each unit about its
+    share of the processor's work), which suits throughput; otherwise each unit is filled before
+    the next one opens, which keeps hand-offs few (latency). Nodes left over when every unit is
+    full stay where they were (the memory repair moves them).
+    """
+    out = units.copy()
+    procs = g.unit_proc[units]
+    cap_all = g.proc_memory
+    for p in range(g.num_procs):
+        cap, k = float(cap_all[p]), int(g.proc_units[p])
+        if k == 1 or not np.isfinite(cap):
+            continue
+        on = np.flatnonzero(procs == p)
+        if not len(on):
+            continue
+        lat = g.latency[on, p]
+        share = float(lat.sum()) / k if balance else np.inf
+        first = int(g.proc_first_unit[p])
+        group_unit: dict[int, int] = {}
+        j, w, arena, work = 0, 0, 0, 0.0
+        for v, x in zip(on.tolist(), lat.tolist(), strict=True):
+            gv = int(g.coloc[v])
+            if gv >= 0 and gv in group_unit:
+                out[v] = group_unit[gv]
+                continue
+            wv = int(g.weight_bytes[v])
+            if gv >= 0:
+                wv = int(g.weight_bytes[g.coloc == gv].sum())
+            av = int(g.activation_bytes[v])
+            full = w + wv + max(arena, av) > cap or (work > 0 and work + x > share * 1.0001)
+            if full and j + 1 < k and w > 0:
+                j, w, arena, work = j + 1, 0, 0, 0.0
+            w += wv
+            arena = max(arena, av)
+            work += x
+            out[v] = first + j
+            if gv >= 0:
+                group_unit[gv] = first + j
+    result: np.ndarray = out
+    return result

@@ -123,3 +123,24 @@ def test_execution_streams_follow_threads(models):
 def test_empty_or_missing_subgraph(models):
     with pytest.raises(UsageError, match="subgraph 3 does not exist"):
         model_costgraph(models["cond"], "pixel8", subgraph=3)
+
+
+def test_profile_model_options_reach_the_cost_graph(models, tmp_path):
+    # transfers_on_unit and single_partition on a profile processor become the cost graph's
+    # per-processor options (docs/costgraph.md); absent keys mean False
+    import yaml
+
+    src = load_profile("pixel8")
+    with open(src.path, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    doc["processors"][1]["transfers_on_unit"] = True
+    doc["processors"][2]["single_partition"] = True
+    path = tmp_path / "pixel8.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    m = next(iter(models.values()))
+    g = model_costgraph(m, load_profile(str(path))).graph
+    assert g.proc_copies.tolist() == [False, True, False]
+    assert g.proc_single.tolist() == [False, False, True]
+    assert not g.proc_unit_handoff.any()
+    plain = model_costgraph(m, src).graph
+    assert not plain.proc_copies.any() and not plain.proc_single.any()
