@@ -143,7 +143,7 @@ def test_predictions_and_partitioner_keys_are_kept(tmp_path, mnv2):
     assert loaded.plan.predicted == {"latency_s": 0.003, "period_s": 0.001}
     assert loaded.plan.extra == {"transfers": [{"bytes": 4}]}
     assert loaded.plan.partitions[1].predicted == {"start_s": 0.001, "end_s": 0.002}
-    assert "predicted: latency 3.000 ms" in b.report
+    assert "predicted: latency 3.00 ms" in b.report  # durations in 3 significant figures
     with pytest.raises(UsageError, match="plan_extra may not set partitions"):
         build_bundle(mnv2, specs, plan_extra={"partitions": []})
 
