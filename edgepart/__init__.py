@@ -1,9 +1,47 @@
-"""edgepart: partition TFLite (LiteRT) models across the processors of edge devices."""
+"""edgepart: partition TFLite (LiteRT) models across the processors of edge devices.
+
+Pipeline parallelism (:mod:`edgepart.api.pipeline`): :func:`plan_pipeline` (a model's stage
+plan under a device profile), :func:`simulate_pipeline` (a micro-batch schedule's timeline),
+:func:`run_pipeline` (the stages on this host, threads with bounded queues). The API names load
+on first use (PEP 562 ``__getattr__``): ``import edgepart`` itself loads only the error
+classes, so the CLI starts without NumPy or LiteRT until a command needs them.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from edgepart.errors import EdgepartError, ModelFormatError
+
+if TYPE_CHECKING:
+    from edgepart.api.pipeline import PipelinePlan, plan_pipeline
 
 __version__ = "0.1.0"
 
-__all__ = ["EdgepartError", "ModelFormatError", "__version__"]
+_LAZY = {
+    "plan_pipeline": "edgepart.api.pipeline",
+    "PipelinePlan": "edgepart.api.pipeline",
+}
+
+__all__ = [
+    "EdgepartError",
+    "ModelFormatError",
+    "PipelinePlan",
+    "__version__",
+    "plan_pipeline",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an API name from its module on first use (see the module docstring)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'edgepart' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,274 @@
+"""Pipeline parallelism: a model's stage plan under a device profile, and its bundle.
+
+:func:`plan_pipeline` builds the model's cost graph under a device profile (the same claim
+rules, cost model and fusion pre-pass as ``edgepart partition``) and calls the stage planner
+(:func:`edgepart.placement.stages.plan_stages`: contiguous convex stages over the profile's
+units, the slowest stage with its send/recv minimized, each stage within its unit's memory).
+The planner is the exact dynamic program over the graph's ideals where they stay under its
+caps, and beyond them the same program over block boundaries of the execution order, polished
+by moving single nodes across stage boundaries (:func:`~edgepart.placement.stages.refine_stages`).
+:meth:`PipelinePlan.bundle` turns the plan into a bundle with one partition per stage, the
+input of the pipeline runtime (:mod:`edgepart.runtime.pipeline`) and of the Ray cluster
+runner (:mod:`edgepart.runtime.cluster`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from edgepart.errors import PlacementInfeasibleError, UsageError
+
+if TYPE_CHECKING:
+    from edgepart.bundle.format import Bundle
+    from edgepart.devices.profile import DeviceProfile
+    from edgepart.ir.graph import Model
+    from edgepart.lowering.from_model import ModelProblem
+    from edgepart.placement.stages import StagePlan
+
+__all__ = ["PipelinePlan", "plan_pipeline"]
+
+
+@dataclass(frozen=True, eq=False)
+class PipelinePlan:
+    """A model's stage plan: the stages in pipeline order, with the ops each one runs.
+
+    ``stages.stages[k]`` holds stage ``k``'s cost-graph nodes, unit and time components;
+    :attr:`stage_ops` the source-model op indices of each stage.
+    """
+
+    problem: ModelProblem
+    stages: StagePlan
+    source_path: str | None
+    cpu_threads: int | None = None
+
+    @property
+    def period_s(self) -> float:
+        """The predicted period: the slowest stage with its send and receive (seconds)."""
+        return self.stages.period_s
+
+    @property
+    def stage_times(self) -> list[float]:
+        """Predicted time of every stage (seconds), in pipeline order."""
+        return [s.time_s for s in self.stages.stages]
+
+    @property
+    def stage_ops(self) -> list[list[int]]:
+        """Source-subgraph op indices of every stage (sorted), in pipeline order."""
+        out = []
+        for s in self.stages.stages:
+            ops = np.concatenate([self.problem.node_ops(int(v)) for v in s.nodes])
+            out.append(sorted(int(o) for o in ops))
+        return out
+
+    def stage_units(self) -> list[tuple[str, int]]:
+        """(processor name, unit index within the processor) of every stage."""
+        g = self.problem.graph
+        return [
+            (g.proc_names[int(g.unit_proc[s.unit])], int(g.unit_index[s.unit]))
+            for s in self.stages.stages
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (seconds and bytes; stable key order)."""
+        units = self.stage_units()
+        return {
+            "model": self.problem.graph.name,
+            "profile": self.problem.profile.name,
+            "method": self.stages.method,
+            "optimal": self.stages.optimal,
+            "period_s": self.period_s,
+            "stages": [
+                {
+                    "processor": units[k][0],
+                    "unit": units[k][1],
+                    "ops": len(ops),
+                    "nodes": len(s.nodes),
+                    "time_s": s.time_s,
+                    "compute_s": s.compute_s,
+                    "dispatch_s": s.dispatch_s,
+                    "recv_s": s.recv_s,
+                    "send_s": s.send_s,
+                    "weight_bytes": s.weight_bytes,
+                    "arena_bytes": s.arena_bytes,
+                }
+                for k, (s, ops) in enumerate(zip(self.stages.stages, self.stage_ops, strict=True))
+            ],
+        }
+
+    def report(self) -> str:
+        """The plan as text: one line per stage, then the period."""
+        d = self.to_dict()
+        lines = [
+            f"pipeline of {d['model']} on {d['profile']}: {len(d['stages'])} stage(s), "
+            f"planner {d['method']} ({'optimal' if d['optimal'] else 'best found'} over its "
+            "splits)"
+        ]
+        for k, s in enumerate(d["stages"]):
+            lines.append(
+                f"  stage {k}: {s['processor']}#{s['unit']:<2d} {s['ops']:4d} ops  "
+                f"{s['time_s'] * 1e3:9.4f} ms (compute {s['compute_s'] * 1e3:.4f}, recv "
+                f"{s['recv_s'] * 1e3:.4f}, send {s['send_s'] * 1e3:.4f})  weights "
+                f"{s['weight_bytes'] / 1024:.1f} KiB"
+            )
+        lines.append(f"  period {d['period_s'] * 1e3:.4f} ms (predicted, {d['profile']} profile)")
+        return "\n".join(lines) + "\n"
+
+    def bundle(self, out_dir: str | os.PathLike[str] | None = None) -> Bundle:
+        """The bundle with one partition per stage (written to ``out_dir`` if given).
+
+        Each partition carries its stage's predicted time (``predicted.duration_s``) and runs
+        on its stage's processor and unit (CPU stages with the plan's ``cpu_threads``); the
+        plan records the predicted period.
+        """
+        from edgepart.bundle import PartitionSpec, build_bundle, write_bundle
+
+        g = self.problem.graph
+
+        specs = []
+        t = 0.0
+        for ops, (proc, unit), dur in zip(
+            self.stage_ops, self.stage_units(), self.stage_times, strict=True
+        ):
+            specs.append(
+                PartitionSpec(
+                    ops,
+                    processor=proc,
+                    unit=unit,
+                    predicted={"start_s": t, "end_s": t + dur, "duration_s": dur},
+                    threads=self.cpu_threads
+                    if g.proc_kinds[g.proc_names.index(proc)] == "cpu"
+                    else None,
+                )
+            )
+            t += dur
+        plan_extra = {
+            "predicted": {
+                "latency_s": t,
+                "period_s": self.period_s,
+                "source": f"edgepart stage planner ({self.stages.method}), "
+                f"{self.problem.profile.name} profile",
+            }
+        }
+        kw: dict[str, Any] = {
+            "subgraph": self.problem.subgraph,
+            "profile": self.problem.profile,
+            "plan_extra": plan_extra,
+            "source_path": self.source_path,
+        }
+        if out_dir is None:
+            return build_bundle(self.problem.model, specs, **kw)
+        return write_bundle(out_dir, self.problem.model, specs, **kw)
+
+
+def _with_cpu_threads(prof: DeviceProfile, threads: int) -> DeviceProfile:
+    """``prof`` with every CPU processor's interpreter threads set to ``threads``: more units
+    of fewer threads each (the partitioner counts ``units // threads`` CPU streams)."""
+    if threads < 1:
+        raise UsageError(f"cpu_threads must be >= 1, got {threads}")
+    procs = []
+    for p in prof.processors:
+        if p.kind == "cpu":
+            q = dataclasses.replace(p.threads, value=float(threads), source="cpu_threads option")
+            p = dataclasses.replace(p, threads=q)
+        procs.append(p)
+    return dataclasses.replace(prof, processors=tuple(procs))
+
+
+def plan_pipeline(
+    model: Model | str | os.PathLike[str],
+    profile: DeviceProfile | str,
+    *,
+    latency_tables: Sequence[str | os.PathLike[str]] = (),
+    table_for: dict[str, str] | None = None,
+    cpu_threads: int | None = None,
+    count_transfers: bool = True,
+    method: str = "auto",
+    max_ideals: int = 3000,
+    max_pairs: int = 30_000,
+    max_blocks: int = 160,
+    refine: bool = True,
+) -> PipelinePlan:
+    """Plan a model as a pipeline of stages on a device's processor units.
+
+    Parameters
+    ----------
+    model
+        A ``.tflite`` path or a model read with :func:`edgepart.tflite.reader.read_model`.
+    profile
+        Device profile name, YAML path or loaded profile.
+    latency_tables, table_for
+        Measured latency tables for the cost model and the processor mapping (as
+        ``edgepart partition --latency-table/--table-for``).
+    cpu_threads
+        Interpreter threads of each CPU stage; a CPU of ``u`` cores then offers ``u //
+        cpu_threads`` stage units (default: the profile's threads).
+    count_transfers
+        Count each stage's send and receive in its time.
+    method
+        "auto" (exact over the ideals within the caps, else blocks), "ideals" or "blocks".
+    max_ideals, max_pairs, max_blocks
+        The stage planner's caps (:func:`edgepart.placement.stages.plan_stages`).
+    refine
+        Polish a block-DP plan by moving nodes across stage boundaries
+        (:func:`edgepart.placement.stages.refine_stages`).
+
+    Returns
+    -------
+    PipelinePlan
+        The stages, their ops, units and predicted times.
+
+    Raises
+    ------
+    ModelFormatError
+        The model file cannot be read.
+    ProfileError
+        The profile cannot be loaded.
+    PlacementInfeasibleError
+        No stage plan fits the units' memory, or ``method="ideals"`` exceeds its caps.
+    UsageError
+        An option is out of range.
+    """
+    from edgepart.cost.hardware import hardware_from_profile
+    from edgepart.cost.model import CostModel
+    from edgepart.cost.table import tables_from
+    from edgepart.devices.profile import load_profile
+    from edgepart.lowering.from_model import model_costgraph
+    from edgepart.placement.stages import plan_stages, refine_stages
+    from edgepart.tflite.reader import read_model
+
+    if method not in ("auto", "ideals", "blocks"):
+        raise UsageError(f"method must be auto, ideals or blocks, got {method!r}")
+    source_path = None
+    if not hasattr(model, "subgraphs"):
+        source_path = os.fspath(model)
+        model = read_model(source_path)
+    prof = load_profile(profile) if isinstance(profile, str) else profile
+    if cpu_threads is not None:
+        prof = _with_cpu_threads(prof, cpu_threads)
+    tables = tables_from([os.fspath(t) for t in latency_tables]) if latency_tables else None
+    cm = CostModel(hardware_from_profile(prof), tables, table_for=table_for or {})
+    problem = model_costgraph(model, prof, cm)  # type: ignore[arg-type]
+    sp = plan_stages(
+        problem.graph,
+        count_transfers=count_transfers,
+        method=method,
+        max_ideals=max_ideals,
+        max_pairs=max_pairs,
+        max_blocks=max_blocks,
+    )
+    if sp is not None and sp.method == "blocks" and refine:
+        sp = refine_stages(problem.graph, sp)
+    if sp is None:
+        why = (
+            "the graph has more ideals or pairs than the caps (max_ideals, max_pairs)"
+            if method == "ideals"
+            else "no split into stages fits the units' memory"
+        )
+        raise PlacementInfeasibleError(f"{problem.graph.name}: no stage plan on {prof.name}: {why}")
+    return PipelinePlan(problem, sp, source_path, cpu_threads)
