@@ -15,21 +15,36 @@ from typing import TYPE_CHECKING, Any
 from edgepart.errors import EdgepartError, ModelFormatError
 
 if TYPE_CHECKING:
-    from edgepart.api.pipeline import PipelinePlan, plan_pipeline
+    from edgepart.api.pipeline import (
+        PipelinePlan,
+        plan_pipeline,
+        run_pipeline,
+        simulate_pipeline,
+        stage_costs,
+    )
+    from edgepart.runtime.details import StageFailedError
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "plan_pipeline": "edgepart.api.pipeline",
     "PipelinePlan": "edgepart.api.pipeline",
+    "simulate_pipeline": "edgepart.api.pipeline",
+    "run_pipeline": "edgepart.api.pipeline",
+    "stage_costs": "edgepart.api.pipeline",
+    "StageFailedError": "edgepart.runtime.details",
 }
 
 __all__ = [
     "EdgepartError",
     "ModelFormatError",
     "PipelinePlan",
+    "StageFailedError",
     "__version__",
     "plan_pipeline",
+    "run_pipeline",
+    "simulate_pipeline",
+    "stage_costs",
 ]
 
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from edgepart.errors import PlacementInfeasibleError, UsageError
+from edgepart.placement.schedules import StageCosts, Timeline, simulate
 
 if TYPE_CHECKING:
     from edgepart.bundle.format import Bundle
@@ -30,8 +31,9 @@ if TYPE_CHECKING:
     from edgepart.ir.graph import Model
     from edgepart.lowering.from_model import ModelProblem
     from edgepart.placement.stages import StagePlan
+    from edgepart.runtime.pipeline import PipelineRun
 
-__all__ = ["PipelinePlan", "plan_pipeline"]
+__all__ = ["PipelinePlan", "plan_pipeline", "run_pipeline", "simulate_pipeline", "stage_costs"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -272,3 +274,131 @@ def plan_pipeline(
         )
         raise PlacementInfeasibleError(f"{problem.graph.name}: no stage plan on {prof.name}: {why}")
     return PipelinePlan(problem, sp, source_path, cpu_threads)
+
+
+def stage_costs(
+    plan: PipelinePlan, *, backward_ratio: float | None = None, comm_s: Sequence[float] = ()
+) -> StageCosts:
+    """The simulator's stage costs of a plan.
+
+    Forward time: each stage's predicted time (compute, dispatch, send and receive).
+    Activation bytes per micro-batch: the bytes of the tensors each stage produces. An
+    inference model has no backward graph: ``backward_ratio`` estimates each stage's backward
+    as that multiple of its forward (say so wherever the figures are shown).
+
+    Parameters
+    ----------
+    plan
+        The stage plan.
+    backward_ratio
+        Backward time over forward time per stage (None: inference, forwards only).
+    comm_s
+        Extra delay between consecutive stages (links not counted in the stage times).
+
+    Returns
+    -------
+    StageCosts
+        One entry per stage.
+
+    Raises
+    ------
+    UsageError
+        ``backward_ratio`` is not positive.
+    """
+    g = plan.problem.graph
+    fwd = tuple(plan.stage_times)
+    bwd = None
+    if backward_ratio is not None:
+        if not backward_ratio > 0:
+            raise UsageError(f"backward_ratio must be positive, got {backward_ratio}")
+        bwd = tuple(backward_ratio * f for f in fwd)
+    act = tuple(int(g.output_bytes[s.nodes].sum()) for s in plan.stages.stages)
+    return StageCosts(fwd, bwd, tuple(comm_s) or None, act)
+
+
+def simulate_pipeline(
+    plan: PipelinePlan,
+    schedule: str,
+    micro_batches: int,
+    *,
+    queue_depth: int | None = 2,
+    backward_ratio: float | None = None,
+) -> Timeline:
+    """Simulate ``schedule`` for ``micro_batches`` over a plan's stages.
+
+    Parameters
+    ----------
+    plan
+        The stage plan (:func:`plan_pipeline`).
+    schedule
+        "stream" (inference), "gpipe" or "1f1b" (training: needs ``backward_ratio``).
+    micro_batches
+        Micro-batches (items).
+    queue_depth
+        ``stream``: each stage's output queue (None: unbounded).
+    backward_ratio
+        The training schedules' backward time as a multiple of the forward
+        (:func:`stage_costs`).
+
+    Returns
+    -------
+    Timeline
+        Per-item latency, period, bubble fraction, peak in-flight activations per stage.
+
+    Raises
+    ------
+    UsageError
+        A training schedule without ``backward_ratio``, or bad counts.
+    """
+    if schedule != "stream" and backward_ratio is None:
+        raise UsageError(
+            f"schedule {schedule} simulates forward and backward passes; this model has no "
+            "backward graph: give backward_ratio (e.g. 2.0) to estimate it"
+        )
+    costs = stage_costs(plan, backward_ratio=backward_ratio if schedule != "stream" else None)
+    return simulate(costs, schedule, micro_batches, queue_depth=queue_depth)
+
+
+def run_pipeline(
+    plan: PipelinePlan | Bundle | str | os.PathLike[str],
+    inputs: Iterable[Sequence[Any]],
+    *,
+    queue_depth: int = 2,
+    num_threads: int = 1,
+) -> PipelineRun:
+    """Run a stage plan on this host: a thread per stage, bounded queues (back-pressure).
+
+    Parameters
+    ----------
+    plan
+        A :class:`PipelinePlan`, its bundle, or a bundle directory.
+    inputs
+        Items, each a sequence of arrays in the model's input order.
+    queue_depth
+        Items each queue between two stages holds.
+    num_threads
+        Interpreter threads of stages whose plan entry names none.
+
+    Returns
+    -------
+    PipelineRun
+        Outputs in input order, the measured timeline (period, per-item latency) and the
+        stream simulated on the measured stage times.
+
+    Raises
+    ------
+    BundleError
+        The bundle directory is missing or corrupt.
+    StageFailedError
+        A stage failed; lists the inputs that did not complete.
+    """
+    from edgepart.bundle.load import load_bundle
+    from edgepart.runtime.pipeline import run_stages
+
+    if isinstance(plan, PipelinePlan):
+        bundle = plan.bundle()
+    elif isinstance(plan, (str, os.PathLike)):
+        bundle = load_bundle(plan)
+    else:
+        bundle = plan
+    return run_stages(bundle, inputs, queue_depth=queue_depth, num_threads=num_threads)
