@@ -124,8 +124,9 @@ class Timeline:
 
     ``latency_s[i]``: item ``i``'s time from its first forward's start to its last operation's
     end (the backward on stage 0, or inference: the last stage's forward). ``period_s``:
-    inference, the steady-state interval between completions (the median over the items after
-    the pipeline filled); training, the step's makespan over the micro-batches.
+    inference, the steady-state interval between completions (the mean interval from the
+    completion of item ``S - 1``, when the pipeline has filled, to the last); training, the
+    step's makespan over the micro-batches.
     ``bubble_fraction``: the devices' idle share of ``p x makespan``. ``peak_in_flight[d]``:
     the most micro-batches holding activations on device ``d`` at once (summed over its
     chunks), ``peak_activation_bytes[d]`` the same in bytes.
@@ -379,9 +380,8 @@ def timeline_of(
         period = makespan / m
     else:
         done = sorted(end[("F", s_n - 1, i)] for i in range(m))
-        k0 = min(s_n, m - 1)  # completions after the pipeline filled
-        gaps = sorted(b - a for a, b in zip(done[k0:], done[k0 + 1 :], strict=False))
-        period = gaps[len(gaps) // 2] if gaps else makespan
+        k0 = min(s_n - 1, m - 1)  # completions once the pipeline filled
+        period = (done[-1] - done[k0]) / (m - 1 - k0) if m - 1 > k0 else makespan
     # in flight on stage j: from F(j, i) start until B(j, i) ends (training) or until stage
     # j+1 starts item i (inference: the item's output waits in the queue)
     peak_n = [0] * p
