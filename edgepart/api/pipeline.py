@@ -15,6 +15,7 @@ runner (:mod:`edgepart.runtime.cluster`).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from edgepart.devices.cluster import ClusterProfile
 from edgepart.errors import PlacementInfeasibleError, UsageError
+from edgepart.placement.chain import ChainPlan
 from edgepart.placement.schedules import StageCosts, Timeline, simulate
 
 if TYPE_CHECKING:
@@ -33,7 +36,15 @@ if TYPE_CHECKING:
     from edgepart.placement.stages import StagePlan
     from edgepart.runtime.pipeline import PipelineRun
 
-__all__ = ["PipelinePlan", "plan_pipeline", "run_pipeline", "simulate_pipeline", "stage_costs"]
+__all__ = [
+    "ClusterPlan",
+    "PipelinePlan",
+    "plan_cluster",
+    "plan_pipeline",
+    "run_pipeline",
+    "simulate_pipeline",
+    "stage_costs",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -402,3 +413,140 @@ def run_pipeline(
     else:
         bundle = plan
     return run_stages(bundle, inputs, queue_depth=queue_depth, num_threads=num_threads)
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterPlan:
+    """A model's stages over a cluster's nodes (stage ``k`` on node ``k``) and its links."""
+
+    cluster: ClusterProfile
+    model: Model
+    source_path: str | None
+    chain: ChainPlan
+    stage_ops: list[list[int]]
+    processors: list[str]
+
+    @property
+    def period_s(self) -> float:
+        """Predicted period: the slowest stage or link."""
+        return self.chain.period_s
+
+    def costs(self) -> StageCosts:
+        """The simulator's view: stages and links alternate as pipeline resources, each link
+        busy for its latency plus the boundary tensors over its bandwidth per item."""
+        fwd: list[float] = []
+        for k, s in enumerate(self.chain.stage_s):
+            fwd.append(s)
+            if k < len(self.chain.link_s):
+                fwd.append(self.chain.link_s[k])
+        return StageCosts(tuple(fwd))
+
+    def report(self) -> str:
+        """One line per stage and link, then the period."""
+        c = self.chain
+        lines = [f"pipeline over cluster {self.cluster.name}: {len(c.stage_s)} stage(s)"]
+        for k, node in enumerate(self.cluster.nodes):
+            lines.append(
+                f"  stage {k}: node {node.name} ({node.profile.name}, {self.processors[k]}) "
+                f"{len(self.stage_ops[k])} ops, {c.stage_s[k] * 1e3:.4f} ms predicted"
+            )
+            if k < len(c.link_s):
+                lines.append(
+                    f"    link {node.name} -> {self.cluster.nodes[k + 1].name}: "
+                    f"{c.link_bytes[k]} bytes, {c.link_s[k] * 1e3:.4f} ms"
+                )
+        lines.append(f"  period {c.period_s * 1e3:.4f} ms (predicted from the node profiles)")
+        return "\n".join(lines) + "\n"
+
+    def bundle(self) -> Bundle:
+        """The bundle with one partition per stage, in node order (host CPU executors)."""
+        from edgepart.bundle import PartitionSpec, build_bundle
+
+        specs = [PartitionSpec(ops, id=f"s{k}") for k, ops in enumerate(self.stage_ops)]
+        return build_bundle(self.model, specs, source_path=self.source_path)
+
+
+def plan_cluster(
+    model: Model | str | os.PathLike[str], cluster: ClusterProfile | str | os.PathLike[str]
+) -> ClusterPlan:
+    """Plan a model as a pipeline over a cluster's nodes, one stage per node.
+
+    Each node's stage time comes from its own device profile's cost model (the node's first
+    CPU processor, which runs whole stages); the links' times from the cluster profile; the
+    boundaries of one topological order minimize the slowest stage or link
+    (:func:`edgepart.placement.chain.plan_chain`), each stage's weights within its node's
+    memory.
+
+    Parameters
+    ----------
+    model
+        A ``.tflite`` path or a read model.
+    cluster
+        A cluster profile (:func:`edgepart.devices.cluster.load_cluster`) or its YAML path.
+
+    Returns
+    -------
+    ClusterPlan
+        The stages, their ops and predicted times.
+
+    Raises
+    ------
+    ProfileError
+        The cluster profile is invalid, or a node's profile has no CPU processor.
+    PlacementInfeasibleError
+        Fewer ops than nodes, or no split fits the nodes' memory.
+    """
+    from edgepart.cost.hardware import hardware_from_profile
+    from edgepart.cost.model import CostModel
+    from edgepart.devices.cluster import load_cluster
+    from edgepart.errors import ProfileError
+    from edgepart.ir import analysis
+    from edgepart.placement.chain import plan_chain
+    from edgepart.tflite.reader import read_model
+
+    source_path = None
+    if isinstance(model, (str, os.PathLike)):
+        source_path = os.fspath(model)
+        model = read_model(source_path)
+    cl = cluster if isinstance(cluster, ClusterProfile) else load_cluster(cluster)
+    sg = model.main
+    order = analysis.topological_order(sg)
+    n, k_n = len(order), len(cl.nodes)
+    step = np.zeros((n, k_n))
+    disp = np.zeros(k_n)
+    cap = np.zeros(k_n)
+    procs = []
+    for k, node in enumerate(cl.nodes):
+        cpu = [i for i, p in enumerate(node.profile.processors) if p.kind == "cpu"]
+        if not cpu:
+            raise ProfileError(f"{cl.path}: nodes[{k}]: profile {node.profile.name} has no CPU")
+        p = cpu[0]
+        proc = node.profile.processors[p]
+        gc = CostModel(hardware_from_profile(node.profile)).costs(sg, model)
+        step[:, k] = np.asarray(gc.latency, dtype=np.float64)[order, p]
+        disp[k] = proc.dispatch_overhead_s.value
+        cap[k] = proc.memory_capacity_bytes.value
+        procs.append(proc.name)
+    nbytes = sg.tensor_nbytes.astype(np.int64)
+    const = sg.tensor_is_constant
+    ins = sg.op_inputs
+    t_in = ins.idx.astype(np.int64)
+    keep = t_in >= 0
+    op_w = np.zeros(sg.num_ops, dtype=np.int64)
+    np.add.at(op_w, ins.row_ids()[keep], np.where(const[t_in[keep]], nbytes[t_in[keep]], 0))
+    life = analysis.tensor_lifetimes(sg, order)
+    diff = np.zeros(n + 2, dtype=np.int64)
+    live = (life[:, 0] >= 0) & (life[:, 1] > life[:, 0])
+    np.add.at(diff, life[live, 0] + 1, nbytes[live])
+    np.add.at(diff, life[live, 1] + 1, -nbytes[live])
+    cut = np.cumsum(diff)[: n + 1]
+    links = [cl.link(a.name, b.name) for a, b in itertools.pairwise(cl.nodes)]
+    lat = np.asarray([ln.latency_s for ln in links if ln is not None])
+    bw = np.asarray([ln.bandwidth_bytes_per_s for ln in links if ln is not None])
+    ch = plan_chain(step, disp, op_w[order], cap, cut, lat, bw)
+    ops = [sorted(int(o) for o in order[a:b]) for a, b in itertools.pairwise(ch.bounds)]
+    return ClusterPlan(cl, model, source_path, ch, ops, procs)
+
+
+def _pairs(cl: ClusterProfile) -> list[tuple[Any, Any]]:
+    return list(zip(cl.nodes, cl.nodes[1:], strict=False))
