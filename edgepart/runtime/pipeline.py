@@ -20,14 +20,14 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from edgepart.errors import UsageError
-from edgepart.placement.schedules import Event, StageCosts, Timeline, simulate, timeline_of
+from edgepart.placement.schedules import Event, Op, StageCosts, Timeline, simulate, timeline_of
 from edgepart.runtime.details import StageFailedError, TensorValueError
 from edgepart.runtime.executors import ExecutorChoice, choose_executor, open_partition
 from edgepart.runtime.loading import check_partition_io
@@ -35,7 +35,14 @@ from edgepart.runtime.loading import check_partition_io
 if TYPE_CHECKING:
     from edgepart.bundle.format import Bundle
 
-__all__ = ["PipelineRun", "StageSpec", "StageWorker", "run_stages", "stage_specs"]
+__all__ = [
+    "PipelineRun",
+    "StageSpec",
+    "StageWorker",
+    "run_schedule",
+    "run_stages",
+    "stage_specs",
+]
 
 _STOP = object()
 
@@ -259,3 +266,96 @@ def run_stages(
     measured = timeline_of(costs, "stream", m, events)
     simulated = simulate(costs, "stream", m, queue_depth=queue_depth)
     return PipelineRun([results[i] for i in range(m)], measured, simulated, stage_s, wall)
+
+
+def run_schedule(
+    ops: Sequence[Sequence[Op]],
+    work: Callable[[Op], None],
+    *,
+    timeout_s: float = 600.0,
+) -> list[Event]:
+    """Execute a per-device operation order (a micro-batch schedule) with real work.
+
+    Device ``d`` is a thread running ``ops[d]`` in order; an operation first waits until the
+    operations it depends on have finished (the previous stage's forward of the same
+    micro-batch; for a backward, its own forward and the next stage's backward), then calls
+    ``work(op)``. Returns the measured events (device, kind, stage, micro, start, end in
+    ``perf_counter`` seconds), from which :meth:`Timeline.order` reads each device's order.
+
+    Parameters
+    ----------
+    ops
+        ``ops[d]``: device ``d``'s operations (:func:`~edgepart.placement.schedules.schedule_ops`).
+    work
+        Runs one operation (e.g. a stage interpreter's invoke for a forward).
+    timeout_s
+        Longest wait for a dependency; beyond it the run stops with an error (a schedule that
+        deadlocks, or a device that failed).
+
+    Returns
+    -------
+    list of Event
+        Every operation, as measured.
+
+    Raises
+    ------
+    StageFailedError
+        ``work`` raised, or a dependency never finished; lists the micro-batches whose
+        operations did not all complete.
+    """
+    n_stages = 1 + max(op.stage for seq in ops for op in seq)
+    done: dict[tuple[str, int, int], threading.Event] = {
+        (op.kind, op.stage, op.micro): threading.Event() for seq in ops for op in seq
+    }
+    events: list[Event] = []
+    lock = threading.Lock()
+    errors: list[tuple[Op, str]] = []
+    clock = time.perf_counter
+
+    def deps(op: Op) -> list[tuple[str, int, int]]:
+        if op.kind == "F":
+            return [("F", op.stage - 1, op.micro)] if op.stage > 0 else []
+        out = [("F", op.stage, op.micro)]
+        if op.stage + 1 < n_stages:
+            out.append(("B", op.stage + 1, op.micro))
+        return out
+
+    def device(d: int) -> None:
+        for op in ops[d]:
+            for key in deps(op):
+                ev = done.get(key)
+                if ev is None or not ev.wait(timeout_s):
+                    with lock:
+                        errors.append((op, f"waited {timeout_s:g} s for {key}"))
+                    return
+                if errors:
+                    return
+            t0 = clock()
+            try:
+                work(op)
+            except Exception as err:  # reported with the micro-batches that did not complete
+                with lock:
+                    errors.append((op, " ".join(str(err).split())))
+                done[(op.kind, op.stage, op.micro)].set()
+                return
+            t1 = clock()
+            with lock:
+                events.append(Event(d, op.kind, op.stage, op.micro, t0, t1))
+            done[(op.kind, op.stage, op.micro)].set()
+
+    threads = [threading.Thread(target=device, args=(d,), daemon=True) for d in range(len(ops))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if errors:
+        op, msg = errors[0]
+        finished = {(e.kind, e.stage, e.micro) for e in events}
+        bad = tuple(sorted({key[2] for key in done if key not in finished}))
+        raise StageFailedError(
+            f"{op.kind}{op.micro} on stage {op.stage} failed: {msg}; micro-batches not "
+            f"complete: {list(bad[:20])}",
+            bad,
+            op.stage,
+        )
+    return events
