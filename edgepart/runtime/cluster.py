@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +101,7 @@ def run_on_cluster(
     window: int = 8,
     timeout_s: float = 60.0,
     num_threads: int = 1,
+    on_result: Callable[[int], None] | None = None,
 ) -> ClusterRun:
     """Stream ``inputs`` through the bundle's stages, stage ``k`` on cluster node ``k``.
 
@@ -121,6 +122,8 @@ def run_on_cluster(
         Longest wait for one result (or for the actors to start) before giving up.
     num_threads
         Interpreter threads of stages whose plan entry names none.
+    on_result
+        Called with each input's index as its result arrives (progress).
 
     Returns
     -------
@@ -187,6 +190,8 @@ def run_on_cluster(
         results[i] = [tensors[t] for t in out_t]
         spans.append(sp)
         done_at.append(clock())
+        if on_result is not None:
+            on_result(i)
 
     try:
         for i, item in enumerate(inputs):
@@ -208,9 +213,15 @@ def run_on_cluster(
         failure = err
     wall = clock() - t_start
     if failure is not None:
-        for i, ref in pending:  # results that made it before the failure
+        # results that made it before the failure: one bounded wait for all of them
+        refs = [ref for _, ref in pending]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=min(timeout_s, 10.0))
+        ready_ids = {r.hex() for r in ready}
+        for i, ref in pending:
+            if ref.hex() not in ready_ids:
+                continue
             try:
-                tensors, _ = ray.get(ref, timeout=min(timeout_s, 5.0))
+                tensors, _ = ray.get(ref, timeout=1.0)
                 results[i] = [tensors[t] for t in out_t]
             except errors:
                 continue
