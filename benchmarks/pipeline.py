@@ -46,7 +46,7 @@ from ai_edge_litert.interpreter import Interpreter  # noqa: E402
 
 from edgepart.api.pipeline import plan_pipeline  # noqa: E402
 from edgepart.placement.schedules import StageCosts, simulate  # noqa: E402
-from edgepart.runtime.pipeline import StageWorker, run_stages, stage_specs  # noqa: E402
+from edgepart.runtime.stage_threads import StageWorker, run_stages, stage_specs  # noqa: E402
 
 
 def uptime() -> str:

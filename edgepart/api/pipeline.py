@@ -8,8 +8,8 @@ The planner is the exact dynamic program over the graph's ideals where they stay
 caps, and beyond them the same program over block boundaries of the execution order, polished
 by moving single nodes across stage boundaries (:func:`~edgepart.placement.stages.refine_stages`).
 :meth:`PipelinePlan.bundle` turns the plan into a bundle with one partition per stage, the
-input of the pipeline runtime (:mod:`edgepart.runtime.pipeline`) and of the Ray cluster
-runner (:mod:`edgepart.runtime.cluster`).
+input of the pipeline runtime (:mod:`edgepart.runtime.stage_threads`) and of the Ray cluster
+runner (:mod:`edgepart.runtime.ray_stages`).
 """
 
 from __future__ import annotations
@@ -19,31 +19,41 @@ import itertools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from edgepart.devices.cluster import ClusterProfile
-from edgepart.errors import PlacementInfeasibleError, UsageError
-from edgepart.placement.chain import ChainPlan
+from edgepart.bundle import Bundle, PartitionSpec, build_bundle, write_bundle
+from edgepart.bundle.load import load_bundle
+from edgepart.cost.hardware import hardware_from_profile
+from edgepart.cost.model import CostModel
+from edgepart.cost.table import tables_from
+from edgepart.devices.cluster import ClusterProfile, load_cluster
+from edgepart.devices.profile import DeviceProfile, load_profile
+from edgepart.errors import PlacementInfeasibleError, ProfileError, UsageError
+from edgepart.ir import analysis
+from edgepart.ir.graph import Model
+from edgepart.lowering.from_model import ModelProblem, model_costgraph
+from edgepart.placement.chain import ChainPlan, plan_chain
+from edgepart.placement.gantt import gantt_png
 from edgepart.placement.schedules import StageCosts, Timeline, simulate
-
-if TYPE_CHECKING:
-    from edgepart.bundle.format import Bundle
-    from edgepart.devices.profile import DeviceProfile
-    from edgepart.ir.graph import Model
-    from edgepart.lowering.from_model import ModelProblem
-    from edgepart.placement.stages import StagePlan
-    from edgepart.runtime.pipeline import PipelineRun
+from edgepart.placement.stages import StagePlan, plan_stages, refine_stages
+from edgepart.runtime.ray_stages import ClusterRun, run_on_cluster
+from edgepart.runtime.stage_threads import PipelineRun, run_stages
+from edgepart.tflite.reader import read_model
 
 __all__ = [
     "ClusterPlan",
     "PipelinePlan",
+    "load_cluster",
     "plan_cluster",
     "plan_pipeline",
+    "random_inputs",
+    "run_cluster",
     "run_pipeline",
     "simulate_pipeline",
     "stage_costs",
+    "write_gantt",
 ]
 
 
@@ -139,7 +149,6 @@ class PipelinePlan:
         on its stage's processor and unit (CPU stages with the plan's ``cpu_threads``); the
         plan records the predicted period.
         """
-        from edgepart.bundle import PartitionSpec, build_bundle, write_bundle
 
         g = self.problem.graph
 
@@ -247,13 +256,6 @@ def plan_pipeline(
     UsageError
         An option is out of range.
     """
-    from edgepart.cost.hardware import hardware_from_profile
-    from edgepart.cost.model import CostModel
-    from edgepart.cost.table import tables_from
-    from edgepart.devices.profile import load_profile
-    from edgepart.lowering.from_model import model_costgraph
-    from edgepart.placement.stages import plan_stages, refine_stages
-    from edgepart.tflite.reader import read_model
 
     if method not in ("auto", "ideals", "blocks"):
         raise UsageError(f"method must be auto, ideals or blocks, got {method!r}")
@@ -403,8 +405,6 @@ def run_pipeline(
     StageFailedError
         A stage failed; lists the inputs that did not complete.
     """
-    from edgepart.bundle.load import load_bundle
-    from edgepart.runtime.pipeline import run_stages
 
     if isinstance(plan, PipelinePlan):
         bundle = plan.bundle()
@@ -460,7 +460,6 @@ class ClusterPlan:
 
     def bundle(self) -> Bundle:
         """The bundle with one partition per stage, in node order (host CPU executors)."""
-        from edgepart.bundle import PartitionSpec, build_bundle
 
         specs = [PartitionSpec(ops, id=f"s{k}") for k, ops in enumerate(self.stage_ops)]
         return build_bundle(self.model, specs, source_path=self.source_path)
@@ -496,13 +495,6 @@ def plan_cluster(
     PlacementInfeasibleError
         Fewer ops than nodes, or no split fits the nodes' memory.
     """
-    from edgepart.cost.hardware import hardware_from_profile
-    from edgepart.cost.model import CostModel
-    from edgepart.devices.cluster import load_cluster
-    from edgepart.errors import ProfileError
-    from edgepart.ir import analysis
-    from edgepart.placement.chain import plan_chain
-    from edgepart.tflite.reader import read_model
 
     source_path = None
     if isinstance(model, (str, os.PathLike)):
@@ -550,3 +542,96 @@ def plan_cluster(
 
 def _pairs(cl: ClusterProfile) -> list[tuple[Any, Any]]:
     return list(zip(cl.nodes, cl.nodes[1:], strict=False))
+
+
+def run_cluster(
+    plan: ClusterPlan,
+    inputs: Sequence[Sequence[Any]],
+    *,
+    window: int = 8,
+    timeout_s: float = 60.0,
+) -> ClusterRun:
+    """Run a cluster plan on a connected Ray cluster, stage ``k`` as an actor on node ``k``.
+
+    Parameters
+    ----------
+    plan
+        From :func:`plan_cluster`.
+    inputs
+        Items, each a sequence of arrays in the model's input order.
+    window
+        Items in flight at most (back-pressure).
+    timeout_s
+        Longest wait for one result before giving up.
+
+    Returns
+    -------
+    ClusterRun
+        Outputs in input order, measured period, per-item latency and stage times.
+
+    Raises
+    ------
+    UsageError
+        Ray missing or not connected, or no node offers a stage's resource.
+    StageFailedError
+        A stage's actor or node died, or a result timed out; lists the inputs that did not
+        complete.
+    """
+    return run_on_cluster(plan.bundle(), plan.cluster, inputs, window=window, timeout_s=timeout_s)
+
+
+def write_gantt(timeline: Timeline, path: str | os.PathLike[str], title: str = "") -> None:
+    """Write a timeline's Gantt chart as a PNG (atomically; byte-identical for equal input).
+
+    Parameters
+    ----------
+    timeline
+        A simulated or measured :class:`~edgepart.placement.schedules.Timeline`.
+    path
+        The PNG file.
+    title
+        The chart's first title line.
+
+    Raises
+    ------
+    UsageError
+        ``path`` does not end in ``.png``.
+    """
+    if not os.fspath(path).lower().endswith(".png"):
+        raise UsageError(f"{os.fspath(path)}: the Gantt chart is a PNG; name it *.png")
+    gantt_png(timeline, path, title)
+
+
+def random_inputs(bundle: Bundle, n: int, seed: int = 0) -> list[list[np.ndarray]]:
+    """``n`` items of seeded random values for a bundle's inputs (standard normal for floats,
+    uniform over the type's range for integers), for timing runs.
+
+    Parameters
+    ----------
+    bundle
+        The bundle whose model inputs to fill.
+    n
+        Items.
+    seed
+        Seed of the generator (equal seeds give equal items).
+
+    Returns
+    -------
+    list of list of numpy.ndarray
+        One list of arrays per item, in the model's input order.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        item = []
+        for t in bundle.plan.inputs:
+            dt = np.dtype(t.dtype)
+            if dt.kind == "f":
+                item.append(rng.standard_normal(t.shape).astype(dt))
+            elif dt.kind in "iu":
+                info = np.iinfo(dt)
+                item.append(rng.integers(info.min, info.max, t.shape, dtype=dt, endpoint=True))
+            else:
+                item.append(rng.integers(0, 2, t.shape).astype(dt))
+        out.append(item)
+    return out

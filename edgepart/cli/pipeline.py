@@ -12,6 +12,7 @@ import argparse
 import json
 from typing import Any
 
+import edgepart
 from edgepart.errors import UsageError
 
 __all__ = ["register"]
@@ -74,22 +75,20 @@ def _figures(t: Any) -> str:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from edgepart.api.pipeline import plan_pipeline, run_pipeline, simulate_pipeline
-
     if args.micro_batches < 1:
         raise UsageError(f"--micro-batches must be >= 1, got {args.micro_batches}")
     if args.run is not None and (args.schedule != "stream" or args.run < 1):
         raise UsageError("--run N (N >= 1) runs inference: use it with --schedule stream")
     if args.output and not args.output.lower().endswith(".png"):
         raise UsageError(f"-o {args.output}: the Gantt chart is a PNG; name it *.png")
-    plan = plan_pipeline(
+    plan = edgepart.plan_pipeline(
         args.model,
         args.profile,
         latency_tables=args.latency_table,
         cpu_threads=args.cpu_threads,
     )
     ratio = None if args.schedule == "stream" else args.backward_ratio
-    tl = simulate_pipeline(
+    tl = edgepart.simulate_pipeline(
         plan,
         args.schedule,
         args.micro_batches,
@@ -98,18 +97,12 @@ def handler(args: argparse.Namespace) -> int:
     )
     run = None
     if args.run is not None:
-        import numpy as np
-
         bundle = plan.bundle()
-        rng = np.random.default_rng(0)
-        shapes = [(t.shape, t.dtype) for t in bundle.plan.inputs]
-        items = [[rng.standard_normal(s).astype(dt) for s, dt in shapes] for _ in range(args.run)]
-        run = run_pipeline(bundle, items, queue_depth=args.queue_depth)
+        items = edgepart.random_inputs(bundle, args.run)
+        run = edgepart.run_pipeline(bundle, items, queue_depth=args.queue_depth)
     if args.output:
-        from edgepart.placement.gantt import gantt_png
-
         title = f"{plan.problem.graph.name}: {args.schedule}, simulated on the {args.profile} plan"
-        gantt_png(tl, args.output, title)
+        edgepart.write_gantt(tl, args.output, title)
     if args.json:
         doc: dict[str, Any] = {"plan": plan.to_dict(), "simulated": tl.to_dict()}
         if ratio is not None:

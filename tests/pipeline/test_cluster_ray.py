@@ -11,7 +11,7 @@ from ai_edge_litert.interpreter import Interpreter
 
 from edgepart.api.pipeline import plan_cluster
 from edgepart.errors import EdgepartError, UsageError
-from edgepart.runtime.cluster import run_on_cluster
+from edgepart.runtime.ray_stages import run_on_cluster
 from edgepart.runtime.details import StageFailedError
 
 ray = pytest.importorskip("ray")

@@ -19,7 +19,7 @@ from edgepart.api.pipeline import plan_pipeline, stage_costs
 from edgepart.errors import UsageError
 from edgepart.placement.schedules import Op, StageCosts, schedule_ops, simulate, timeline_of
 from edgepart.runtime.details import StageFailedError
-from edgepart.runtime.pipeline import StageWorker, run_schedule, stage_specs
+from edgepart.runtime.stage_threads import StageWorker, run_schedule, stage_specs
 
 
 @pytest.fixture(scope="module")

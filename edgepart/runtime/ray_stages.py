@@ -4,7 +4,7 @@ Ray is an optional extra (``pip install edgepart[cluster]``); it is imported onl
 pipeline is started. Stage ``k`` of the bundle becomes an actor pinned to cluster node ``k``
 by the node's custom resource (:class:`~edgepart.devices.cluster.ClusterNode.resource`: the
 Ray node must be started with ``--resources '{"edgepart_node_n0": 1}'`` or the like). Each
-actor holds a :class:`~edgepart.runtime.pipeline.StageWorker`. For every input the driver
+actor holds a :class:`~edgepart.runtime.stage_threads.StageWorker`. For every input the driver
 chains one call per stage, passing each call's result (the item's tensor map, in Ray's object
 store, moved between nodes by Ray) to the next stage's actor without fetching it; an actor
 runs its calls in submission order, so stages overlap on successive items. At most ``window``
@@ -28,7 +28,7 @@ import numpy as np
 
 from edgepart.errors import UsageError
 from edgepart.runtime.details import StageFailedError
-from edgepart.runtime.pipeline import StageSpec, StageWorker, stage_specs
+from edgepart.runtime.stage_threads import StageSpec, StageWorker, stage_specs
 
 if TYPE_CHECKING:
     from edgepart.bundle.format import Bundle

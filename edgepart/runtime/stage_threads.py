@@ -12,7 +12,7 @@ it started and ended every item: the measured timeline (:class:`PipelineRun`), t
 A failing stage passes an error marker on in place of the item and keeps consuming, so no
 thread waits forever; the caller gets :class:`~edgepart.runtime.details.StageFailedError` with
 the inputs that did not complete. :class:`StageWorker` is also what a Ray actor holds in
-:mod:`edgepart.runtime.cluster`.
+:mod:`edgepart.runtime.ray_stages`.
 """
 
 from __future__ import annotations
