@@ -11,8 +11,8 @@ from ai_edge_litert.interpreter import Interpreter
 
 from edgepart.api.pipeline import plan_cluster
 from edgepart.errors import EdgepartError, UsageError
-from edgepart.runtime.ray_stages import run_on_cluster
 from edgepart.runtime.details import StageFailedError
+from edgepart.runtime.ray_stages import run_on_cluster
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
@@ -92,11 +92,11 @@ def test_missing_resource_is_a_usage_error(ray_cluster, plan):
 
 def test_a_node_dying_mid_stream_is_a_clear_error(ray_cluster, plan):
     c, workers = ray_cluster
-    xs = _inputs(600, (1, 96, 96, 3))
+    xs = _inputs(300, (1, 96, 96, 3))
     killed = threading.Event()
 
     def kill_stage_1(i: int) -> None:
-        if i == 100 and not killed.is_set():
+        if i == 20 and not killed.is_set():
             killed.set()
             threading.Thread(target=c.remove_node, args=(workers[0],), daemon=True).start()
 
@@ -106,8 +106,9 @@ def test_a_node_dying_mid_stream_is_a_clear_error(ray_cluster, plan):
         )
     err = info.value
     assert isinstance(err, EdgepartError)
-    assert killed.is_set()
+    assert killed.is_set(), str(err)
     assert "did not complete" in str(err) and "\n" not in str(err)
     bad = set(err.incomplete)
-    assert bad and all(i > 100 for i in bad)  # the first 101 results came back
-    assert max(bad) == 599  # the stream stopped: the tail never ran
+    assert bad and all(i > 20 for i in bad)  # the first 21 results came back
+    assert max(bad) == 299  # the stream stopped: the tail never ran
+    print(f"\nnode removed after result 20: {len(bad)} of 300 inputs did not complete: {err}")
