@@ -159,9 +159,11 @@ def run_on_cluster(
     in_t = [t.tensor for t in bundle.plan.inputs]
     out_t = [t.tensor for t in bundle.plan.outputs]
     actor_cls = ray.remote(_Stage)
+    # a small share of the node's resource pins the actor there without waiting for the
+    # actors of an earlier run to be torn down (they hold their share until then)
     actors = [
         actor_cls.options(
-            num_cpus=0, resources={node.resource: 1}, max_restarts=0, max_task_retries=0
+            num_cpus=0, resources={node.resource: 0.01}, max_restarts=0, max_task_retries=0
         ).remote(spec)
         for spec, node in zip(specs, cluster.nodes, strict=True)
     ]
