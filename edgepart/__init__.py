@@ -24,6 +24,12 @@ Conversion: :func:`convert_model` (Keras, SavedModel, PyTorch to a checked ``.tf
 ``progress`` callback, such as a :class:`Progress` bar. Errors: :class:`EdgepartError` and its
 subclasses. The calls live in :mod:`edgepart.api` and the packages it names.
 
+Pipelines: :func:`plan_pipeline` (a model's stage plan under a device profile),
+:func:`simulate_pipeline` (a micro-batch schedule's timeline), :func:`run_pipeline` (the stages
+on this host, threads with bounded queues), :func:`write_gantt`; across machines
+:func:`load_cluster`, :func:`plan_cluster`, :func:`run_cluster` (Ray actors, the ``cluster``
+extra).
+
 The API names load on first use (PEP 562 ``__getattr__``): ``import edgepart`` itself loads
 only the error classes, so the CLI starts without NumPy or LiteRT until a command needs them,
 and the layers below the API can import ``edgepart.version`` and ``edgepart.errors`` without
@@ -77,6 +83,19 @@ if TYPE_CHECKING:
     from edgepart.api.memory import plan_memory, write_tflm_plan
     from edgepart.api.models import claims, inspect_model, read_model
     from edgepart.api.phones import adb_devices, bench_bundle, bench_model, profile_phone
+    from edgepart.api.pipelines import (
+        ClusterPlan,
+        PipelinePlan,
+        load_cluster,
+        plan_cluster,
+        plan_pipeline,
+        random_inputs,
+        run_cluster,
+        run_pipeline,
+        simulate_pipeline,
+        stage_costs,
+        write_gantt,
+    )
     from edgepart.api.placement import CompiledModel, compile, place, place_graph
     from edgepart.api.profiling import profile_host
     from edgepart.api.running import PartitionedInterpreter, run_bundle
@@ -86,6 +105,7 @@ if TYPE_CHECKING:
     from edgepart.ir.shapes import InputShapeNote, parse_input_shape
     from edgepart.progress import Progress
     from edgepart.report import ReportResult, build_report, write_report
+    from edgepart.runtime.details import StageFailedError
     from edgepart.runtime.verification import DEFAULT_RTOL, failed_outputs
 
 _LAZY = {
@@ -124,6 +144,18 @@ _LAZY = {
     "parse_input_shape": "edgepart.ir.shapes",
     "failed_outputs": "edgepart.runtime.verification",
     "DEFAULT_RTOL": "edgepart.runtime.verification",
+    "ClusterPlan": "edgepart.api.pipelines",
+    "PipelinePlan": "edgepart.api.pipelines",
+    "load_cluster": "edgepart.api.pipelines",
+    "plan_cluster": "edgepart.api.pipelines",
+    "plan_pipeline": "edgepart.api.pipelines",
+    "random_inputs": "edgepart.api.pipelines",
+    "run_cluster": "edgepart.api.pipelines",
+    "run_pipeline": "edgepart.api.pipelines",
+    "simulate_pipeline": "edgepart.api.pipelines",
+    "stage_costs": "edgepart.api.pipelines",
+    "write_gantt": "edgepart.api.pipelines",
+    "StageFailedError": "edgepart.runtime.details",
 }
 
 __all__ = [
@@ -135,6 +167,7 @@ __all__ = [
     "BenchmarkOutputError",
     "BufferTableError",
     "BundleError",
+    "ClusterPlan",
     "CommandTimeoutError",
     "CompiledModel",
     "ConversionError",
@@ -150,6 +183,7 @@ __all__ = [
     "OutputError",
     "PartitionedInterpreter",
     "PassError",
+    "PipelinePlan",
     "PlacementInfeasibleError",
     "PlanError",
     "ProfileError",
@@ -158,6 +192,7 @@ __all__ = [
     "RemoteCommandError",
     "ReportResult",
     "RuntimeBackendError",
+    "StageFailedError",
     "UnsupportedOpError",
     "UsageError",
     "__version__",
@@ -174,18 +209,27 @@ __all__ = [
     "failed_outputs",
     "inspect_model",
     "load_bundle",
+    "load_cluster",
     "load_delegate",
     "load_device",
     "parse_input_shape",
     "place",
     "place_graph",
+    "plan_cluster",
     "plan_memory",
+    "plan_pipeline",
     "profile_host",
     "profile_phone",
+    "random_inputs",
     "read_model",
     "roofline",
     "run_bundle",
+    "run_cluster",
+    "run_pipeline",
+    "simulate_pipeline",
+    "stage_costs",
     "validate_yaml",
+    "write_gantt",
     "write_report",
     "write_tflm_plan",
 ]

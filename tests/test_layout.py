@@ -30,6 +30,7 @@ ROOT = PACKAGE.parent
 # ~0.08 s (jsonschema with referencing) to seconds (TensorFlow, torch) or is optional.
 LAZY = frozenset(
     {
+        "ray",
         "tensorflow",
         "keras",
         "torch",

@@ -124,6 +124,7 @@ class CostGraph:
         charge_unit_handoffs: object = None,
     ) -> CostGraph:
         """A copy with some model options changed: a bool (every processor) or a ``[P]`` mask."""
+
         def mask(v: object, old: np.ndarray) -> np.ndarray:
             if v is None:
                 return old

@@ -44,7 +44,7 @@ import numpy as np
 from edgepart.placement.constraints import admissible, group_members
 from edgepart.placement.costgraph import CostGraph
 
-__all__ = ["Stage", "StagePlan", "plan_stages", "stage_time"]
+__all__ = ["Stage", "StagePlan", "plan_stages", "refine_stages", "stage_time"]
 
 INF = math.inf
 
@@ -557,3 +557,111 @@ def _sub_stages(
         stack.append((i2, nc, m, comp1, na1, w1, a1, r1, s1))
         pos.append(0)
     return results
+
+
+def refine_stages(
+    g: CostGraph, plan: StagePlan, *, max_moves: int = 2000, max_candidates: int = 64
+) -> StagePlan:
+    """Improve a stage plan by moving single nodes across stage boundaries.
+
+    A node of stage ``k`` whose successors all lie in later stages may move to stage ``k+1``
+    (one whose predecessors all lie in earlier stages to ``k-1``); the stages stay a chain of
+    ideals. The move kept is the one that most lowers the times of the two stages involved,
+    taken only if it makes the vector of stage times sorted slowest first lexicographically
+    smaller (so the period never grows and the search ends). Moves respect each unit's
+    processor support and memory and keep colocation groups whole (grouped nodes stay). This
+    is the planner's polish after the block DP, whose splits are prefixes of one execution
+    order and miss the other ideals of a branching graph.
+
+    Parameters
+    ----------
+    g : CostGraph
+        The problem.
+    plan : StagePlan
+        A plan of ``g`` (from :func:`plan_stages`).
+    max_moves : int
+        Cap on the moves applied.
+    max_candidates : int
+        Cap on the boundary nodes tried per stage and move.
+
+    Returns
+    -------
+    StagePlan
+        The refined plan (``method`` gains ``+refine`` when a move was applied; ``optimal``
+        then false).
+    """
+    n_st = len(plan.stages)
+    if n_st < 2:
+        return plan
+    adm = admissible(g)
+    cnt = plan.count_transfers
+    stage_of = np.zeros(g.num_nodes, dtype=np.int64)
+    for k, s in enumerate(plan.stages):
+        stage_of[s.nodes] = k
+    stages = list(plan.stages)
+    procs = [int(g.unit_proc[s.unit]) for s in stages]
+    pred = [np.asarray(r, dtype=np.int64) for r in g.pred.tolist()]
+    succ = [np.asarray(r, dtype=np.int64) for r in g.succ.tolist()]
+    grouped = g.coloc >= 0
+
+    def fits(st: Stage) -> bool:
+        return bool(st.weight_bytes + st.arena_bytes <= g.proc_memory[int(g.unit_proc[st.unit])])
+
+    moves = 0
+    while moves < max_moves:
+        times = [s.time_s for s in stages]
+        key = sorted(times, reverse=True)
+        best: tuple[list[float], int, int, Stage, Stage] | None = None
+        for k in sorted(range(n_st), key=lambda i: -times[i]):
+            if best is not None:
+                break
+            members = stages[k].nodes
+            if len(members) < 2:
+                continue
+            for dst in (k + 1, k - 1):
+                if not 0 <= dst < n_st:
+                    continue
+                cands = []
+                for v in members.tolist():
+                    if grouped[v] or not adm[v, procs[dst]]:
+                        continue
+                    nb = succ[v] if dst > k else pred[v]
+                    if (stage_of[nb] > k).all() if dst > k else (stage_of[nb] < k).all():
+                        cands.append(v)
+                # nodes nearest the boundary first: the last (first) in execution order
+                cands = cands[::-1][:max_candidates] if dst > k else cands[:max_candidates]
+                for v in cands:
+                    src_nodes = members[members != v]
+                    dst_nodes = np.sort(np.append(stages[dst].nodes, v))
+                    a = stage_time(g, src_nodes, stages[k].unit, count_transfers=cnt)
+                    b = stage_time(g, dst_nodes, stages[dst].unit, count_transfers=cnt)
+                    if not (fits(a) and fits(b)):
+                        continue
+                    t2 = list(times)
+                    t2[k], t2[dst] = a.time_s, b.time_s
+                    k2 = sorted(t2, reverse=True)
+                    if k2 < key and (best is None or k2 < best[0]):
+                        best = (k2, k, dst, a, b)
+        if best is None:
+            break
+        _, k, dst, a, b = best
+        stages[k], stages[dst] = a, b
+        stage_of[a.nodes] = k
+        stage_of[b.nodes] = dst
+        moves += 1
+    if moves == 0:
+        return plan
+    units = np.zeros(g.num_nodes, dtype=np.int64)
+    for s in stages:
+        units[s.nodes] = s.unit
+    per = max(s.time_s for s in stages)
+    return StagePlan(
+        tuple(stages),
+        per,
+        units,
+        plan.method + "+refine",
+        False,
+        plan.ideals,
+        plan.pairs,
+        cnt,
+    )

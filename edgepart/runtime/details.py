@@ -11,6 +11,7 @@ from edgepart.errors import RuntimeBackendError, UsageError
 
 __all__ = [
     "PartitionInvokeError",
+    "StageFailedError",
     "TensorValueError",
     "check_value",
     "detail_from_partition",
@@ -24,6 +25,19 @@ class TensorValueError(UsageError, ValueError):
     Also a ``ValueError``, which is what LiteRT's ``Interpreter`` raises in these cases, so
     code written against LiteRT keeps catching it.
     """
+
+
+class StageFailedError(RuntimeBackendError):
+    """A pipeline stage failed or its worker (thread, Ray actor or node) died mid-stream.
+
+    ``incomplete`` lists the input indices (in stream order) that produced no output;
+    ``stage`` is the failing stage's index (-1 if unknown).
+    """
+
+    def __init__(self, message: str, incomplete: tuple[int, ...] = (), stage: int = -1) -> None:
+        super().__init__(message)
+        self.incomplete = incomplete
+        self.stage = stage
 
 
 class PartitionInvokeError(RuntimeBackendError, RuntimeError):
