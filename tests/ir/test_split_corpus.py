@@ -1,0 +1,76 @@
+"""Acceptance of the split rewrites on the corpus (``tools/split_sweep.py`` does the work).
+
+Every default-corpus model with conv, fully-connected or matmul layers, split 2, 3 and 4 ways
+with uneven ratios: exact modes (output channels, columns, batch) on every eligible layer at
+once give bit-identical outputs with XNNPACK and bit-identical values of every source tensor
+with the builtin kernels; float row splits and Megatron blocks stay within the documented
+tolerance (``split_sweep.ROW_TOLERANCE``); layers that cannot be split say why.
+"""
+
+from __future__ import annotations
+
+import pytest
+import split_sweep
+
+SPLITTABLE = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")
+DEFAULT = (
+    "mobilenet_v2",
+    "mobilenet_v2_int8",
+    "mobilenet_v2_dynamic",
+    "mobilenet_v2_fp16",
+    "sparse_mlp",
+    "custom_op",
+    "cond",
+    "while_loop",
+    "resource_vars",
+    "lstm",
+    "transformer",
+    "dynamic_batch",
+    "multi_signature",
+    "densenet_tiny",
+)
+# exact splits expected per model at k = 2, 3, 4 (every conv/FC/matmul wide enough)
+EXPECTED_EXACT = {
+    "mobilenet_v2": (50, 45, 41),
+    "mobilenet_v2_int8": (53, 53, 53),
+    "mobilenet_v2_fp16": (50, 45, 41),
+    "transformer": (14, 16, 12),
+    "densenet_tiny": (16, 14, 13),
+}
+
+
+def test_the_default_corpus_is_covered(corpus):
+    from edgepart.tflite.reader import read_model
+
+    with_layers = []
+    for name, path in corpus.items():
+        sg = read_model(path).main
+        if any(sg.op_name(i) in SPLITTABLE for i in range(sg.num_ops)):
+            with_layers.append(name)
+    assert sorted(with_layers) == sorted(DEFAULT)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("name", DEFAULT)
+def test_forced_splits_are_exact_or_within_tolerance(corpus, name, k):
+    r = split_sweep.sweep(name, corpus[name], k)
+    assert r.xnnpack_identical, f"{name} k={k}: XNNPACK outputs differ"
+    assert r.builtin_identical, f"{name} k={k}: builtin tensors differ: {r.mismatches[:5]}"
+    if r.exact_specs:
+        assert r.tensors_compared > len(r.exact_specs)
+    assert all(len(s.sizes) == k for s in r.exact_specs)
+    if name in EXPECTED_EXACT:
+        assert len(r.exact_specs) == EXPECTED_EXACT[name][k - 2]
+    for label, err in r.row_errors.items():
+        assert err <= split_sweep.ROW_TOLERANCE, f"{name} k={k} {label}: relative error {err:.3g}"
+    # nothing is refused without a reason
+    assert all(r.refused.values())
+    if name == "mobilenet_v2_int8":
+        assert any("int32 accumulator" in why for why in r.refused.values())
+    if name == "sparse_mlp":
+        assert any("sparse" in why for why in r.refused.values())
+    if name == "transformer":
+        modes = {s.mode for s in r.exact_specs}
+        assert modes == ({"columns"} if k != 3 else {"columns", "batch"})
+        blocks = [label for label in r.row_errors if label.startswith(("mlp", "heads"))]
+        assert len(blocks) == 4
