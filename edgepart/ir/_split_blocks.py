@@ -115,6 +115,7 @@ def apply_mlp(ctx: Ctx, ed: SubgraphEditor, spec: SplitSpec) -> Pending:
     for o in (fc1, *blk.acts, *deleted):
         ed.replace(o, [])
     ed.replace(fc2, ops.ops)
+    ops.commit(fc2)
     names = tuple(sg.op_name(o) for o in (fc1, *blk.acts, fc2))
     return Pending(
         spec=spec,
@@ -335,6 +336,7 @@ def apply_heads(ctx: Ctx, ed: SubgraphEditor, spec: SplitSpec) -> Pending:
     for o in (*blk.entries, *blk.region, *deleted):
         ed.replace(o, [])
     ed.replace(out_fc, ops.ops)
+    ops.commit(out_fc)
     all_ops = (*blk.entries, *blk.region, out_fc)
     order = sorted(all_ops)
     return Pending(

@@ -5,7 +5,7 @@ a split's new ops."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -134,6 +134,8 @@ class Ctx:
         out = np.zeros(sg.num_tensors, dtype=bool)
         out[sg.outputs.astype(np.int64)] = True
         self.is_output = out
+        # tensors an applied split all-gathers with one CONCATENATION: tensor -> (split, axis)
+        self.gathers: dict[int, tuple[Pending, int]] = {}
 
     def readers(self, t: int) -> list[int]:
         return [int(x) for x in self.cons.row(t).tolist()]
@@ -374,9 +376,12 @@ class Pending:
     output: int
     inputs: list[int]
     exact: bool
+    # all-gather copies made for a later split's shards: (that split's anchor, position)
+    replica_refs: list[tuple[int, int]] = field(default_factory=list)
 
     def record(self, new_ops: Any, op_map: np.ndarray) -> SplitRecord:
         ids = new_ops[self.anchor]
+        replicas = tuple(new_ops[a][p] for a, p in self.replica_refs)
         return SplitRecord(
             spec=self.spec,
             op_names=self.op_names,
@@ -384,7 +389,7 @@ class Pending:
             shards=tuple(tuple(ids[p] for p in s) for s in self.shard_pos),
             shard_outputs=tuple(self.shard_outputs),
             collective=self.collective,
-            collective_ops=tuple(ids[p] for p in self.collective_pos),
+            collective_ops=tuple(ids[p] for p in self.collective_pos) + replicas,
             output=self.output,
             inputs=tuple(self.inputs),
             exact=self.exact,
@@ -392,12 +397,19 @@ class Pending:
 
 
 class Ops:
-    """The replacement list of one split, with each op's role."""
+    """The replacement list of one split, with each op's role.
+
+    ``replicas`` are all-gathers of an earlier split made for this split's shards (the
+    earlier split's collective ops, placed here so they run where the shard runs);
+    ``local`` maps ``(tensor, shard)`` to the copy made for it.
+    """
 
     def __init__(self, k: int) -> None:
         self.ops: list[NewOp] = []
         self.shard: list[list[int]] = [[] for _ in range(k)]
         self.collective: list[int] = []
+        self.replicas: list[tuple[int, Pending]] = []
+        self.local: dict[tuple[int, int], int] = {}
 
     def add(self, op: NewOp, shard: int | None) -> None:
         if shard is None:
@@ -405,6 +417,15 @@ class Ops:
         else:
             self.shard[shard].append(len(self.ops))
         self.ops.append(op)
+
+    def add_replica(self, op: NewOp, source: Pending) -> None:
+        self.replicas.append((len(self.ops), source))
+        self.ops.append(op)
+
+    def commit(self, anchor: int) -> None:
+        """Tell the earlier splits where their copies went (call after ``replace``)."""
+        for pos, src in self.replicas:
+            src.replica_refs.append((anchor, pos))
 
 
 def check_sizes(

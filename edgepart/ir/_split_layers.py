@@ -20,6 +20,32 @@ from edgepart.ir.values import Quantization
 _GATHER_FANIN = 4  # beyond 5 inputs XNNPACK refuses CONCATENATION: gather in groups of 4
 
 
+def local_input(ctx: Ctx, ed: SubgraphEditor, ops: Ops, x: int, s: int) -> int:
+    """The tensor shard ``s`` reads for activation ``x``.
+
+    When ``x`` is the all-gathered output of a split applied before this one, every shard but
+    the first gets its own CONCATENATION of that split's shards (a true all-gather: each unit
+    assembles the whole tensor itself) instead of waiting for the one gather and its partition.
+    """
+    found = ctx.gathers.get(x)
+    if s == 0 or found is None:
+        return x
+    key = (x, s)
+    if key not in ops.local:
+        src, axis = found
+        t = act_tensor(ctx, ed, x, s, axis, ctx.shape(x)[axis], ".gathered")
+        op = ed.op(
+            "CONCATENATION",
+            src.shard_outputs,
+            [t],
+            options={"axis": axis},
+            version=op_version("CONCATENATION", ctx.dtype(x)),
+        )
+        ops.add_replica(op, src)
+        ops.local[key] = t
+    return ops.local[key]
+
+
 def out_axis(ctx: Ctx, op: int, mode: str) -> int:
     out = ctx.sg.op_outputs.row_tuple(op)[0]
     r = len(ctx.shape(out))
@@ -119,19 +145,31 @@ def act_tensor(
 
 
 def slice_op(
-    ctx: Ctx, ed: SubgraphEditor, x: int, axis: int, a: int, b: int, s: int, ops: Ops
+    ctx: Ctx,
+    ed: SubgraphEditor,
+    x: int,
+    axis: int,
+    a: int,
+    b: int,
+    s: int,
+    ops: Ops,
+    *,
+    like: int | None = None,
 ) -> int:
-    """A SLICE of activation ``x`` to ``[a, b)`` along ``axis`` for shard ``s``."""
-    shape = ctx.shape(x)
-    sig = ctx.signature(x)
+    """A SLICE of activation ``x`` to ``[a, b)`` along ``axis`` for shard ``s``; ``like`` is
+    the source tensor ``x`` stands for (its own copy of a gathered tensor), default ``x``."""
+    src = x if like is None else like
+    shape = ctx.shape(src)
+    sig = ctx.signature(src)
     begin = [0] * len(shape)
     begin[axis] = a
     size = [(-1 if sig is not None and sig[d] == -1 else int(n)) for d, n in enumerate(shape)]
     size[axis] = b - a
-    bt = ed.constant(f"{ctx.sg.tensor_names[x]}.slice{s}.begin", np.asarray(begin, np.int32))
-    st = ed.constant(f"{ctx.sg.tensor_names[x]}.slice{s}.size", np.asarray(size, np.int32))
-    y = act_tensor(ctx, ed, x, s, axis, b - a, ".slice")
-    ops.add(ed.op("SLICE", [x, bt, st], [y], version=op_version("SLICE", ctx.dtype(x))), s)
+    name = ctx.sg.tensor_names[src]
+    bt = ed.constant(f"{name}.slice{s}.begin", np.asarray(begin, np.int32))
+    st = ed.constant(f"{name}.slice{s}.size", np.asarray(size, np.int32))
+    y = act_tensor(ctx, ed, src, s, axis, b - a, ".slice")
+    ops.add(ed.op("SLICE", [x, bt, st], [y], version=op_version("SLICE", ctx.dtype(src))), s)
     return y
 
 
@@ -172,7 +210,8 @@ def conv_shards(
     code = sg.opcodes[int(sg.op_opcode[op])]
     outs = []
     for s, (a, b) in enumerate(bounds(sizes)):
-        xs = slice_op(ctx, ed, x, 3, a // dm, b // dm, s, ops) if dw else x
+        xl = local_input(ctx, ed, ops, x, s)
+        xs = slice_op(ctx, ed, xl, 3, a // dm, b // dm, s, ops, like=x) if dw else xl
         ws = weight_slice(ctx, ed, w, waxis, a, b, s, ops)
         bs = bias_slice(ctx, ed, op, bias, a, b, s, ops, deleted)
         ys = act_tensor(ctx, ed, out, s, 3, b - a)
@@ -200,7 +239,8 @@ def fc_columns(
         ws = weight_slice(ctx, ed, w, 0, a, b, s, ops)
         bs = bias_slice(ctx, ed, op, bias, a, b, s, ops, deleted)
         ys = act_tensor(ctx, ed, out, s, axis, b - a)
-        new_ins = (x, ws, bs, *ins[3:]) if len(ins) > 2 else (x, ws)
+        xs = local_input(ctx, ed, ops, x, s)
+        new_ins = (xs, ws, bs, *ins[3:]) if len(ins) > 2 else (xs, ws)
         ops.add(NewOp(code, new_ins, (ys,), sg.op_options[op], sg.op_options2[op]), s)
         outs.append(ys)
     drop_dequant(ctx, w, op, deleted)
@@ -242,7 +282,11 @@ def fc_rows(
     rank = len(ctx.shape(x))
     outs = []
     for s, (a, b) in enumerate(bounds(sizes)):
-        xs = x_shards[s] if x_shards is not None else slice_op(ctx, ed, x, rank - 1, a, b, s, ops)
+        if x_shards is not None:
+            xs = x_shards[s]
+        else:
+            xl = local_input(ctx, ed, ops, x, s)
+            xs = slice_op(ctx, ed, xl, rank - 1, a, b, s, ops, like=x)
         ws = weight_slice(ctx, ed, w, 1, a, b, s, ops)
         bs = bias if s == 0 else -1
         ys = partial_sum(ctx, ed, out, s)
@@ -276,27 +320,33 @@ def bmm_shards(
     def operand(t: int, w: Weight | str, axis: int, lo: int, hi: int, s: int) -> int:
         if isinstance(w, Weight):
             return weight_slice(ctx, ed, w, axis, lo, hi, s, ops)
-        return slice_op(ctx, ed, t, axis, lo, hi, s, ops)
+        return act_slice(t, axis, lo, hi, s)
+
+    def act_slice(t: int, axis: int, lo: int, hi: int, s: int) -> int:
+        return slice_op(ctx, ed, local_input(ctx, ed, ops, t, s), axis, lo, hi, s, ops, like=t)
+
+    def whole(t: int, s: int) -> int:
+        return t if b_const and t == b_t else local_input(ctx, ed, ops, t, s)
 
     outs = []
     inputs = [t for t in (a_t, b_t) if not (b_const and t == b_t)]
     for s, (lo, hi) in enumerate(bounds(sizes)):
         if mode == "columns":
-            new_a = a_t
+            new_a = whole(a_t, s)
             new_b = operand(b_t, b_w, rb - 2 if adj_y else rb - 1, lo, hi, s)
             ys = act_tensor(ctx, ed, out, s, ro - 1, hi - lo)
         elif mode == "batch":
             ax = ro - 3
             n = ctx.shape(out)[ax]
-            new_a = a_t
+            new_a = whole(a_t, s)
             if ra >= 3 and ctx.shape(a_t)[ra - 3] == n:
-                new_a = slice_op(ctx, ed, a_t, ra - 3, lo, hi, s, ops)
-            new_b = b_t
+                new_a = act_slice(a_t, ra - 3, lo, hi, s)
+            new_b = whole(b_t, s)
             if rb >= 3 and ctx.shape(b_t)[rb - 3] == n:
                 new_b = operand(b_t, b_w, rb - 3, lo, hi, s)
             ys = act_tensor(ctx, ed, out, s, ax, hi - lo)
         else:
-            new_a = slice_op(ctx, ed, a_t, ra - 2 if adj_x else ra - 1, lo, hi, s, ops)
+            new_a = act_slice(a_t, ra - 2 if adj_x else ra - 1, lo, hi, s)
             new_b = operand(b_t, b_w, rb - 1 if adj_y else rb - 2, lo, hi, s)
             ys = partial_sum(ctx, ed, out, s)
         ops.add(

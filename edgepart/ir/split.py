@@ -241,11 +241,13 @@ def split_model(model: Model, specs: Sequence[SplitSpec], subgraph: int = 0) -> 
     sg = model.subgraphs[subgraph]
     ed = SubgraphEditor(model, subgraph)
     ctx = Ctx(model, sg)
-    pending: list[Pending] = []
-    for spec in specs:
-        pending.append(apply_spec(ctx, ed, spec))
+    # applied in op order, so a split can see the all-gathers of the splits before it
+    order = sorted(range(len(specs)), key=lambda i: (max(specs[i].ops, default=0), i))
+    pending: dict[int, Pending] = {}
+    for i in order:
+        pending[i] = apply_spec(ctx, ed, specs[i])
     res = ed.build()
-    records = tuple(p.record(res.new_ops, res.op_map) for p in pending)
+    records = tuple(pending[i].record(res.new_ops, res.op_map) for i in range(len(specs)))
     check_model(res.model)
     return SplitResult(res.model, records, res.op_map)
 
@@ -305,7 +307,8 @@ def apply_spec(ctx: Ctx, ed: SubgraphEditor, spec: SplitSpec) -> Pending:
     for d in deleted:
         ed.replace(d, [])
     ed.replace(op, ops.ops)
-    return Pending(
+    ops.commit(op)
+    pending = Pending(
         spec=spec,
         op_names=(name,),
         source_ops=tuple(sorted([op, *deleted])),
@@ -318,3 +321,6 @@ def apply_spec(ctx: Ctx, ed: SubgraphEditor, spec: SplitSpec) -> Pending:
         inputs=inputs,
         exact=mode in EXACT_MODES,
     )
+    if pending.collective == "all_gather" and len(ops.collective) == 1:
+        ctx.gathers[out] = (pending, out_axis(ctx, op, mode))
+    return pending

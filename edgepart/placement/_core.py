@@ -57,6 +57,8 @@ class Compiled:
         self.selfl: list[bool] = g.self_link.tolist()
         groups = [np.flatnonzero(g.coloc == i).tolist() for i in range(len(g.coloc_names))]
         self.groups: list[list[int]] = [m for m in groups if len(m) > 1]
+        brk = g.epoch_break
+        self.brk: list[bool] | None = None if brk is None else [bool(x) for x in brk.tolist()]
 
 
 _CACHE: weakref.WeakKeyDictionary[CostGraph, Compiled] = weakref.WeakKeyDictionary()
@@ -85,6 +87,7 @@ def epochs(c: Compiled, typ: list[int]) -> tuple[list[int], list[int]]:
     part_of = [-1] * k
     part_unit: list[int] = []
     push = heapq.heappush
+    brk = c.brk
     while heaps:
         best, top = -1, k
         for t, h in heaps.items():
@@ -101,7 +104,7 @@ def epochs(c: Compiled, typ: list[int]) -> tuple[list[int], list[int]]:
                 deg[w] = d
                 if d == 0 and w < k:
                     tw = typ[w]
-                    if tw == best:
+                    if tw == best and (brk is None or not brk[w]):
                         stack.append(w)
                     elif tw in heaps:
                         push(heaps[tw], w)

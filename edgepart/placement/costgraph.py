@@ -93,6 +93,10 @@ class CostGraph:
     output_tensors: np.ndarray  # tensors delivered to the host domain
     baseline_delegate: int  # -1 = choose the best accelerator
     baseline_cpu: int  # -1 = no CPU to fall back to
+    # [N] bool or None: a node that starts a new partition rather than joining, through the
+    # partition's own members, the partition of a node it depends on (tensor-parallel shards:
+    # the producer's partition must end, and hand its output to the other units, before they run)
+    epoch_break: np.ndarray | None = None
 
     @property
     def num_nodes(self) -> int:

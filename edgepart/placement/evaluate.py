@@ -10,7 +10,10 @@ of the processor unit that runs it (``CostGraph.unit_proc`` maps units to proces
    predecessors in earlier epochs); every ready node on that unit joins, including nodes that
    become ready through the epoch's own members, until none is left. Each epoch is one partition.
    Every partition is convex and the creation order is a topological order of the partition
-   DAG (a node joins only when everything it depends on is already placed).
+   DAG (a node joins only when everything it depends on is already placed). A node marked in
+   ``CostGraph.epoch_break`` (a tensor-parallel shard) does not join the partition whose own
+   members made it ready; it waits for a later epoch, so that partition ends and hands its
+   outputs to the other units' shards before this one runs.
 2. **Durations.** A partition on processor ``p`` takes ``dispatch_s[p]`` plus the sum of its
    nodes' latencies on ``p`` (nodes run one after another inside the call).
 3. **Tensors.** A tensor produced in partition ``A`` (memory domain ``a``) and read by partition
