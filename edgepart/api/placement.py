@@ -46,6 +46,7 @@ def place(
     time_limit: float | None = None,
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
+    split: bool = True,
 ) -> ModelPlan:
     """Decide where each op of the model's main subgraph runs on ``device`` (nothing written).
 
@@ -76,12 +77,18 @@ def place(
     edge_cut_k, edge_cut_method
         ``method="edge-cut"``: the number of blocks and the partitioner (``"interval"``, or
         ``"metis"`` with the optional ``pymetis`` package).
+    split
+        Tensor parallelism: split a layer across units (output channels or columns, shards
+        balanced so they finish together, transfers included) when the whole model is
+        predicted at least 10 % faster, or when its weights fit no unit
+        (``docs/tensor_parallel.md``); ``False`` never splits.
 
     Returns
     -------
     ModelPlan
         The cost graph, TFLite's default, the checked solution, the partitions and the
-        report (``report()``); ``seconds`` holds the time per stage.
+        report (``report()``); ``seconds`` holds the time per stage; ``tensor_parallel``
+        the splits taken (``splits``) and what the plan predicted without them.
 
     Raises
     ------
@@ -103,7 +110,13 @@ def place(
     """
     opts = _options(method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method)
     return partition_model(
-        model, device, method, opts, latency_tables=latency_tables, table_for=table_for
+        model,
+        device,
+        method,
+        opts,
+        latency_tables=latency_tables,
+        table_for=table_for,
+        split=_split(split),
     )
 
 
@@ -121,6 +134,7 @@ def compile(
     edge_cut_k: int = 2,
     edge_cut_method: str = "interval",
     arena: bool = True,
+    split: bool = True,
 ) -> CompiledModel:
     """Place the model on ``device`` (see :func:`place`) and apply the placement: a bundle in
     memory, inspected before :meth:`~edgepart.deploy.compile.CompiledModel.save` writes it.
@@ -135,8 +149,10 @@ def compile(
     Parameters
     ----------
     model, device, latency_tables, table_for, objective, method, seed, effort, time_limit, \
-edge_cut_k, edge_cut_method
-        As for :func:`place`.
+edge_cut_k, edge_cut_method, split
+        As for :func:`place`. A plan with splits is written as ``plan.json`` version 2: its
+        partitions place the split model (each shard its own ops), and ``splits`` and
+        ``collectives`` say which layers were split and how data moves between the shards.
     arena
         Plan the memory across partitions (``arena.json``); false leaves it out.
 
@@ -173,6 +189,7 @@ edge_cut_k, edge_cut_method
         latency_tables=latency_tables,
         table_for=table_for,
         arena=arena,
+        split=_split(split),
     )
 
 
@@ -226,6 +243,12 @@ def place_graph(
     """
     opts = _options(method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method)
     return place_costgraph(graph, method, opts)
+
+
+def _split(split: object) -> bool:
+    if not isinstance(split, bool):
+        raise UsageError(f"split must be True or False, got {split!r}")
+    return split
 
 
 def _options(
