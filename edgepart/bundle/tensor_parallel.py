@@ -176,6 +176,7 @@ def check_tensor_parallel(plan: Plan, where: str) -> None:
     pids = {p.id for p in plan.partitions}
     made = {t.tensor: p.id for p in plan.partitions for t in p.outputs}
     read = {(t.tensor, p.id) for p in plan.partitions for t in p.inputs}
+    inputs = {t.tensor for t in plan.inputs}
     ids = [s.id for s in splits]
     if len(set(ids)) != len(ids):
         raise BundleError(f"{here}: two splits share an id")
@@ -221,21 +222,21 @@ def check_tensor_parallel(plan: Plan, where: str) -> None:
             if p not in pids:
                 raise BundleError(f"{at}: names partition {p!r}, which the plan does not have")
         if c.kind in ("broadcast", "send_recv"):
-            sender = c.source[0] if c.source else None
-            if len(c.source) != 1 or made.get(c.tensor) != sender:
-                raise BundleError(
-                    f"{at}: tensor {c.tensor} is not written by {sender!r}"
-                    if sender is not None or c.tensor in made
-                    else f"{at}: tensor {c.tensor} is not a model input"
-                )
+            if len(c.source) != 1:
+                raise BundleError(f"{at}: a {c.kind} needs exactly one sender")
+            sender = c.source[0]
+            if sender is None and c.tensor not in inputs:
+                raise BundleError(f"{at}: tensor {c.tensor} is not a model input")
+            if sender is not None and made.get(c.tensor) != sender:
+                raise BundleError(f"{at}: tensor {c.tensor} is not written by {sender!r}")
             for p in c.destination:
                 if (c.tensor, p) not in read:
                     raise BundleError(f"{at}: partition {p!r} does not read tensor {c.tensor}")
             if c.kind == "send_recv" and len(c.destination) != 1:
-                raise BundleError(f"{at}: a send/recv has one destination")
+                raise BundleError(f"{at}: a send_recv needs exactly one destination")
         else:
             if not c.ops:
-                raise BundleError(f"{at}: an {c.kind} has ops")
+                raise BundleError(f"{at}: an {c.kind} needs its ops")
             for op in c.ops:
                 if owner.get(op) not in c.destination:
                     raise BundleError(
