@@ -412,6 +412,7 @@ SPLIT_CASES: dict[str, Any] = {
     "split_reason": lambda b: _edit_plan(b, _split_field("reason", "taste")),
     "split_exact_type": lambda b: _edit_plan(b, _split_field("exact", "yes")),
     "split_collective_id": lambda b: _edit_plan(b, _split_field("collective", "c99")),
+    "split_in_version_1": lambda b: _edit_plan(b, _set("version", 1)),
 }
 
 

@@ -285,6 +285,11 @@ def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
         One line naming ``where`` and the JSON path or the partition that is wrong.
     """
     check_format(doc, PLAN_FORMAT, where, versions=PLAN_VERSIONS)
+    if doc["version"] == 1 and ("splits" in doc or "collectives" in doc):
+        raise BundleError(
+            f"{where}: a version-1 plan has no 'splits' or 'collectives'; a plan with "
+            "tensor-parallel splits is version 2"
+        )
     _json.validate(doc, "bundle_plan.schema.json", where)
     if "partitioner" in doc:
         _json.validate(doc, "plan.schema.json", where)

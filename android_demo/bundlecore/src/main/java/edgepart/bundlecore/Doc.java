@@ -259,6 +259,11 @@ final class Doc {
         }
     }
 
+    /** An error about the whole file (no JSON path, no schema: a cross-check). */
+    BundleException error(String msg) {
+        return new BundleException(where + ": " + msg);
+    }
+
     BundleException fail(String jsonPath, String msg) {
         if (msg.length() > 160) {
             msg = msg.substring(0, 157) + "...";

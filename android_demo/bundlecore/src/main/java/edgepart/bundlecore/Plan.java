@@ -362,7 +362,8 @@ public final class Plan {
                 co.add(new Collective(x));
             }
         } else if (d.has("splits") || d.has("collectives")) {
-            throw d.fail("$", "a version-1 plan has no splits or collectives");
+            throw d.error("a version-1 plan has no 'splits' or 'collectives'; a plan with "
+                    + "tensor-parallel splits is version 2");
         }
         splits = Collections.unmodifiableList(sp);
         collectives = Collections.unmodifiableList(co);
