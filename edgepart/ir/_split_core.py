@@ -4,6 +4,7 @@ a split's new ops."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -177,6 +178,20 @@ class Ctx:
         return "the weights are not a constant"
 
 
+_QUERY_CTX: weakref.WeakKeyDictionary[Subgraph, Ctx] = weakref.WeakKeyDictionary()
+
+
+def query_ctx(model: Model, sg: Subgraph) -> Ctx:
+    """A cached context for read-only questions (eligibility, extents) about ``sg``: the
+    partitioner asks them for every layer, and each context analyses the whole subgraph.
+    :func:`edgepart.ir.split.split_model` builds its own (it records gathers as it goes)."""
+    ctx = _QUERY_CTX.get(sg)
+    if ctx is None or ctx.model is not model:
+        ctx = Ctx(model, sg)
+        _QUERY_CTX[sg] = ctx
+    return ctx
+
+
 @dataclass(frozen=True)
 class Weight:
     tensor: int  # the tensor the layer reads (float after a DEQUANTIZE)
@@ -200,8 +215,7 @@ def why_not(model: Model, sg: Subgraph, op: int, mode: str) -> str:
         )
     if model.metadata_bytes("model_control_dependencies") is not None:
         return "the model carries control dependencies between ops, which a rewrite would break"
-    ctx = Ctx(model, sg)
-    return check_op(ctx, op, mode)
+    return check_op(query_ctx(model, sg), op, mode)
 
 
 def check_op(ctx: Ctx, op: int, mode: str) -> str:
@@ -334,7 +348,7 @@ FLOAT_GRANULE = 8
 
 
 def extent(model: Model, sg: Subgraph, op: int, mode: str) -> tuple[int, int]:
-    ctx = Ctx(model, sg)
+    ctx = query_ctx(model, sg)
     ins = sg.op_inputs.row_tuple(op)
     out = sg.op_outputs.row_tuple(op)[0]
     name = sg.op_name(op)
