@@ -36,7 +36,22 @@ def tensor_parallel_entries(
     parts: Sequence[PlacedPartition],
     taken: Sequence[SplitTaken],
 ) -> tuple[list[SplitEntry], list[CollectiveEntry]]:
-    """Plan entries for the splits ``taken`` in the placement cut into ``parts``."""
+    """Plan entries for the splits ``taken`` in the placement cut into ``parts``.
+
+    Parameters
+    ----------
+    problem
+        The split model under its profile (costs, processors, memory domains).
+    parts
+        The placement's partitions (ids ``p0, p1, ...`` as the bundle writes them).
+    taken
+        The splits the plan takes, with their rewrite records.
+
+    Returns
+    -------
+    tuple of list
+        The ``splits`` and ``collectives`` entries of ``plan.json`` (version 2).
+    """
     sg = problem.model.subgraphs[problem.subgraph]
     gc, prof = problem.costs, problem.profile
     owner: dict[int, PlacedPartition] = {}

@@ -115,6 +115,27 @@ def place_with_splits(
 ) -> Placed:
     """Place ``model`` with or without tensor-parallel splits (see the module docstring).
 
+    Parameters
+    ----------
+    model
+        The source model (its main subgraph is placed).
+    profile
+        The loaded device profile.
+    cost_model
+        The cost model on that profile (measured tables included).
+    method, options
+        The solver and its options (``partition_costgraph``'s).
+    split
+        Consider splits; ``False`` places the model as it is.
+    min_gain
+        The least predicted gain (fraction of the latency, or period) splits must bring.
+
+    Returns
+    -------
+    Placed
+        The problem (the split model's when splits are taken), TFLite's default for the
+        source model, the solution, the :class:`TensorParallel` decision and the time spent.
+
     Raises
     ------
     PlacementInfeasibleError

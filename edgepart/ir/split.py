@@ -162,6 +162,18 @@ def split_extent(model: Model, op: int, mode: str, subgraph: int = 0) -> tuple[i
     rounding. Integer layers accumulate exactly (granule 1); a depthwise shard takes whole
     depth multipliers.
 
+    Parameters
+    ----------
+    model, op, subgraph
+        The layer: op ``op`` of ``model.subgraphs[subgraph]``.
+    mode
+        A single-layer mode of its op type (:data:`OP_MODES`).
+
+    Returns
+    -------
+    tuple of int
+        ``(extent, granule)``; feed them to :func:`shard_sizes`.
+
     Raises
     ------
     UnsupportedOpError
@@ -175,8 +187,20 @@ def split_extent(model: Model, op: int, mode: str, subgraph: int = 0) -> tuple[i
 
 
 def split_modes(model: Model, op: int, subgraph: int = 0) -> dict[str, str]:
-    """Per single-layer mode of ``op``'s type: ``""`` if ``op`` can be split that way, else
-    why not. Ops of other types get ``{}``. Block modes: :func:`block_candidates`."""
+    """Which single-layer splits op ``op`` of ``model.subgraphs[subgraph]`` allows.
+
+    Parameters
+    ----------
+    model, op, subgraph
+        The layer.
+
+    Returns
+    -------
+    dict
+        Per mode of the op's type (:data:`OP_MODES`): ``""`` if the op can be split that
+        way, else the reason it cannot (one sentence). Ops of other types give ``{}``; block
+        modes are found by :func:`block_candidates`.
+    """
     sg = model.subgraphs[subgraph]
     out: dict[str, str] = {}
     for mode in OP_MODES.get(sg.op_name(op), ()):

@@ -152,6 +152,11 @@ def latency_splits(
         The least fraction of the layer's time a split must save.
     max_shards
         Most shards per layer.
+
+    Returns
+    -------
+    list of SplitChoice
+        The candidates (reason ``"latency"``), largest predicted saving first.
     """
     g, gc, model = problem.graph, problem.costs, problem.model
     sg = model.subgraphs[problem.subgraph]
@@ -237,8 +242,21 @@ def _gather_s(problem: ModelProblem, p: int, nbytes: float, k: int) -> float:
 
 
 def memory_splits(problem: ModelProblem) -> list[SplitChoice]:
-    """Splits for the layers whose node fits no unit (see the module docstring); the node's
-    largest splittable layer is spread over every unit of the processors supporting it."""
+    """Splits for the layers whose node fits no unit (see the module docstring).
+
+    Parameters
+    ----------
+    problem
+        The unsplit model under its profile.
+
+    Returns
+    -------
+    list of SplitChoice
+        Per node that no supporting unit can hold: its largest splittable layer spread over
+        every unit of the processors supporting it, in equal shards that fit (reason
+        ``"memory"``; ``unsplit_s`` is infinite). Nodes with no splittable layer are left to
+        the solver's infeasibility error.
+    """
     g, model = problem.graph, problem.model
     sg = model.subgraphs[problem.subgraph]
     need = g.weight_bytes + g.activation_bytes
