@@ -109,6 +109,20 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:.3f}"
 
 
+def summary(layers: Sequence[str], candidates: int | None = None) -> str:
+    """``"73: 72 FULLY_CONNECTED by columns, 1 CONV_2D by output_channels (cpu:0/cpu:1)"``."""
+    if not layers:
+        return "none" if candidates is None else f"none ({candidates} candidates)"
+    kinds: dict[tuple[str, str], int] = {}
+    where: set[str] = set()
+    for text in layers:
+        parts = text.split()
+        kinds[(parts[0], parts[3])] = kinds.get((parts[0], parts[3]), 0) + 1
+        where.add(parts[-1])
+    what = ", ".join(f"{n} {op} by {mode}" for (op, mode), n in sorted(kinds.items()))
+    return f"{len(layers)}: {what} ({', '.join(sorted(where))})"
+
+
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
         "| model | profile | TFLite default (ms) | best, no splits (ms) | with splits, 10 % rule "
@@ -116,14 +130,12 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        split = "; ".join(r["splits_taken"]) or f"none ({r['candidates']} candidates)"
-        anyg = "; ".join(r["any_gain_splits"][:3])
-        if len(r["any_gain_splits"]) > 3:
-            anyg += f"; ... {len(r['any_gain_splits'])} in all"
+        split = summary(r["splits_taken"], r["candidates"])
+        anyg = summary(r["any_gain_splits"])
         lines.append(
             f"| {r['model']} | {r['profile']} | {_ms(r['tflite_default_s'])} | "
             f"{_ms(r['unsplit_s'])} | {_ms(r['with_splits_s'])} | {split} | "
-            f"{_ms(r['any_gain_s'])} | {anyg or 'none'} |"
+            f"{_ms(r['any_gain_s'])} | {anyg} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -134,7 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--corpus", action="append", default=[], type=Path, help="model directory")
     ap.add_argument("--json", type=Path, help="write the rows here")
+    ap.add_argument("--from-json", type=Path, help="print the table of rows written before")
     args = ap.parse_args(argv)
+    if args.from_json:
+        print(markdown(json.loads(args.from_json.read_text())), end="")
+        return 0
     rows = []
     for name in args.models:
         path = find_model(name, args.corpus)
