@@ -178,6 +178,9 @@ def _place(
         return Placed(p1, d1, s1, tp)
     if not split:
         return Placed(problem, default, sol, TensorParallel(False, (), None, None, 0, "off"))
+    if method == "edge-cut":  # an explicit K-way cut of the model as it is: asked, not searched
+        tp = TensorParallel(False, (), None, None, 0, "not with --edge-cut")
+        return Placed(problem, default, sol, tp)
     base_key = objective_key(sol.evaluation, o.objective)[0]
     cands = latency_splits(problem, sol.units, min_gain=min_gain)
     if not cands:
