@@ -61,6 +61,7 @@ from edgepart.ir._split_core import (
     COLLECTIVE_OF,
     EXACT_MODES,
     FLOAT_GRANULE,
+    INT_DEPTHWISE_GRANULE,
     MAX_SHARDS,
     MODES,
     OP_MODES,
@@ -93,6 +94,7 @@ __all__ = [
     "COLLECTIVE_OF",
     "EXACT_MODES",
     "FLOAT_GRANULE",
+    "INT_DEPTHWISE_GRANULE",
     "MAX_SHARDS",
     "MODES",
     "OP_MODES",
@@ -159,8 +161,10 @@ def split_extent(model: Model, op: int, mode: str, subgraph: int = 0) -> tuple[i
     matrix multiply (Eigen/ruy GEMM) compute the output channels in blocks of 8 on this class
     of CPU (AVX, and a multiple of NEON's 4), with the last, partial block on a different code
     path; a boundary inside a block would move channels onto that path and change their
-    rounding. Integer layers accumulate exactly (granule 1); a depthwise shard takes whole
-    depth multipliers.
+    rounding. Integer convolutions and matrix multiplies accumulate and requantize exactly
+    (granule 1); a depthwise shard takes whole depth multipliers, and an integer one whole
+    blocks of 8 input channels (the builtin per-channel kernel requantizes in blocks of 8 and
+    rounds the remainder differently).
 
     Parameters
     ----------
