@@ -334,3 +334,9 @@ def test_the_report_shows_the_splits(split_bundle, tmp_path):
     page = (tmp_path / "r.html").read_text()
     section = page.split('<section id="tensor_parallel">')[1].split("</section>")[0]
     assert "all-gather" in section and "cpu:1" in section and "broadcast" in section
+    # every split with the gain it was predicted to bring, as plan.json records it
+    plan_splits = json.loads((split_bundle / "plan.json").read_text())["splits"]
+    for s, doc_split in zip(tp["splits"], plan_splits, strict=True):
+        assert s["gain"] == pytest.approx(doc_split["predicted"]["gain"], rel=1e-4)
+        assert s["gain"] >= 0.10
+        assert f"<td>{float(s['gain']) * 100:.1f} %</td>" in section
