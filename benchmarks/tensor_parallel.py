@@ -13,9 +13,10 @@ For each, three contenders run the same input:
 2. the model in one LiteRT interpreter with 2 threads (XNNPACK's own intra-op parallelism);
 3. the bundle edgepart's partitioner writes for ``examples/profiles/host_2x1t.yaml`` (the two
    cores as two single-thread units): the layer split into two shards (the FC by columns, the
-   conv by output channels) on ``cpu:0`` and ``cpu:1``, run concurrently by edgepart's runtime, joined by an all-gather
-   (CONCATENATION). The script checks that the partitioner took the split and that the bundle's
-   outputs are bit-identical to the model's before timing anything.
+   conv by output channels) on ``cpu:0`` and ``cpu:1``, run concurrently by edgepart's
+   runtime, joined by an all-gather (CONCATENATION). The script checks that the partitioner
+   took the split and that the bundle's outputs are bit-identical to the model's before
+   timing anything.
 
 Timing (``edgepart.runtime.latency.time_calls``): per round, each contender's median over
 ``repeat`` calls after a warm-up; the contenders' order rotates every round, so a change in
