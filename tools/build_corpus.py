@@ -1294,6 +1294,149 @@ def _r_ops_300(ctx: BuildContext) -> Built:
     )
 
 
+# Real-size models for the tensor-parallel table (docs/tensor_parallel.md), float and int8.
+
+IMAGENET_SHAPE = (1, 224, 224, 3)
+
+
+def _int8_configure(ctx: BuildContext, shape: Sequence[int], count: int = 8) -> Any:
+    """Full-integer post-training quantization, calibrated on seeded uniform inputs; ops with no
+    int8 kernel (none in these models, checked by the ``full_int8`` feature) would fail."""
+    tf = _tf()
+
+    def configure(c: Any) -> None:
+        c.optimizations = [tf.lite.Optimize.DEFAULT]
+        c.representative_dataset = _representative(ctx, shape, count)
+        c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        c.inference_input_type = tf.int8
+        c.inference_output_type = tf.int8
+
+    return configure
+
+
+def _efficientnet_b0(ctx: BuildContext) -> Any:
+    import keras
+
+    model = keras.applications.EfficientNetB0(
+        weights=None, input_shape=IMAGENET_SHAPE[1:], classes=1000
+    )
+    _condition_batchnorm(model, ctx, (2, *IMAGENET_SHAPE[1:]))
+    return _serving_module(_keras_constants(model), IMAGENET_SHAPE, "input", "probs")
+
+
+@recipe(
+    "efficientnet_b0",
+    version="1",
+    features=["cnn", "float32"],
+    description="Keras EfficientNetB0 at 224x224x3 with the 1000-class head (published cost: "
+    "0.39 G multiply-adds; MBConv blocks with squeeze-and-excitation and swish), float32, batch "
+    "1; random conditioned weights.",
+    default=False,
+    timeout=1800.0,
+)
+def _r_efficientnet_b0(ctx: BuildContext) -> Built:
+    module = _efficientnet_b0(ctx)
+    x = _uniform(ctx, 1, IMAGENET_SHAPE)
+    return Built(
+        _convert(module, [module.serve]),
+        {"serving_default": _ref(module, x, names=["input"])},
+        atol=1e-3,
+    )
+
+
+VIT_S16 = {"patch": 16, "dim": 384, "depth": 12, "heads": 6, "mlp": 1536}
+
+
+def _vit(ctx: BuildContext, cfg: dict[str, int] = VIT_S16) -> Any:
+    """A ViT-S/16-shaped Keras model: 16x16 patch embedding, learned position embedding, 12
+    pre-norm blocks (multi-head attention, GELU MLP), mean pooling (no class token), 1000-class
+    head; random Glorot weights (no BatchNorm to condition)."""
+    import keras
+
+    p, dim = cfg["patch"], cfg["dim"]
+    tokens = (IMAGENET_SHAPE[1] // p) * (IMAGENET_SHAPE[2] // p)
+    inp = keras.Input(IMAGENET_SHAPE[1:], batch_size=1)
+    x = keras.layers.Conv2D(dim, p, strides=p)(inp)
+    x = keras.layers.Reshape((tokens, dim))(x)
+    x = x + _uniform(ctx, 3, (1, tokens, dim), 0.02)
+    for _ in range(cfg["depth"]):
+        h = keras.layers.LayerNormalization(epsilon=1e-6)(x)
+        h = keras.layers.MultiHeadAttention(cfg["heads"], dim // cfg["heads"])(h, h)
+        x = x + h
+        h = keras.layers.LayerNormalization(epsilon=1e-6)(x)
+        h = keras.layers.Dense(cfg["mlp"], activation="gelu")(h)
+        x = x + keras.layers.Dense(dim)(h)
+    x = keras.layers.LayerNormalization(epsilon=1e-6)(x)
+    out = keras.layers.Dense(1000)(keras.layers.GlobalAveragePooling1D()(x))
+    model = keras.Model(inp, out)
+    return _serving_module(_keras_constants(model), IMAGENET_SHAPE, "input", "logits")
+
+
+@recipe(
+    "vit_s16",
+    version="1",
+    features=["attention", "float32", "gelu", "layer_norm"],
+    description="ViT-S/16 shape (patch 16, width 384, 12 blocks of 6-head attention and a "
+    "1536-wide GELU MLP; 22 M parameters, 4.6 G multiply-adds) at 224x224x3, mean pooling "
+    "instead of a class token, float32, batch 1; random Glorot weights.",
+    default=False,
+    timeout=1800.0,
+)
+def _r_vit_s16(ctx: BuildContext) -> Built:
+    module = _vit(ctx)
+    x = _uniform(ctx, 1, IMAGENET_SHAPE)
+    return Built(
+        _convert(module, [module.serve]),
+        {"serving_default": _ref(module, x, names=["input"])},
+        atol=1e-3,
+    )
+
+
+def _int8_recipe(
+    name: str,
+    base: str,
+    build: Callable[[BuildContext], Any],
+    what: str,
+    features: Sequence[str] = ("full_int8", "int8_io", "per_channel"),
+) -> None:
+    @recipe(
+        name,
+        version="1",
+        features=list(features),
+        description=f"{what} with full-integer int8 post-training quantization (per-channel "
+        "weights, int8 input/output, calibrated on 8 seeded uniform[-1,1] inputs); the same "
+        f"random weights as {base}.",
+        default=False,
+        timeout=3600.0,
+    )
+    def _r(ctx: BuildContext) -> Built:
+        module = build(ctx)
+        return Built(_convert(module, [module.serve], _int8_configure(ctx, IMAGENET_SHAPE)))
+
+
+def _mobilenet_v2_224_module(ctx: BuildContext) -> Any:
+    return _mobilenet_v2(ctx, IMAGENET_SHAPE, alpha=1.0, classes=1000)[1]
+
+
+def _resnet50_module(ctx: BuildContext) -> Any:
+    import keras
+
+    model = keras.applications.ResNet50(weights=None, input_shape=IMAGENET_SHAPE[1:], classes=1000)
+    _condition_batchnorm(model, ctx, (2, *IMAGENET_SHAPE[1:]))
+    return _serving_module(_keras_constants(model), IMAGENET_SHAPE, "input", "probs")
+
+
+_int8_recipe("mobilenet_v2_224_int8", "mobilenet_v2_224", _mobilenet_v2_224_module,
+             "Keras MobileNetV2 alpha=1.0 at 224x224x3")  # fmt: skip
+_int8_recipe("resnet50_int8", "resnet50", _resnet50_module, "Keras ResNet50 at 224x224x3")
+_int8_recipe("efficientnet_b0_int8", "efficientnet_b0", _efficientnet_b0,
+             "Keras EfficientNetB0 at 224x224x3")  # fmt: skip
+# the converter keeps a few ViT activations wider than int8 (no full_int8 feature; see --list)
+_int8_recipe(
+    "vit_s16_int8", "vit_s16", _vit, "ViT-S/16 shape at 224x224x3", ("int8_io", "per_channel")
+)
+
+
 DEFAULT: list[str] = default_names()
 ON_DEMAND: list[str] = [r.name for r in RECIPES.values() if not r.default]
 

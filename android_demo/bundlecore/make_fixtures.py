@@ -36,6 +36,7 @@ import numpy as np
 # this checkout's edgepart (the one under test), whatever else is installed
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import edgepart
 from edgepart.bundle import PartitionSpec, load_bundle, write_bundle
 from edgepart.bundle.format import Plan
 from edgepart.errors import BundleError, UsageError
@@ -44,7 +45,9 @@ from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model
 from edgepart.runtime.routing import plan_routes
+from edgepart.runtime.shards import shard_groups
 from edgepart.tflite.reader import read_model
+from edgepart.tflite.writer import save_model
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "examples" / "models"
@@ -157,6 +160,16 @@ def make_bundles(root: Path) -> dict[str, Path]:
         profile="pixel8",
     )
     out["branchy_nosig"] = None
+
+    # tensor parallelism (plan.json version 2): two chained convolutions the partitioner splits
+    # across the two single-thread CPU units of the host profile (output channels, exact)
+    convs = root.parent / "two_convs.tflite"
+    save_model(two_convs(), convs)
+    compiled = edgepart.compile(convs, REPO / "examples" / "profiles" / "host_2x1t.yaml")
+    if not compiled.plan.splits:
+        raise AssertionError("the partitioner took no split for the two_convs fixture")
+    compiled.save(root / "split_convs")
+    out["split_convs"] = convs
     out.update(real_bundles(root))
     return out
 
@@ -177,6 +190,34 @@ def real_bundles(root: Path) -> dict[str, Path]:
         compiled.save(root / f"real_{name}")
         out[f"real_{name}"] = src
     return out
+
+
+def two_convs() -> Model:
+    """``x -> CONV_2D(32->48, RELU) -> CONV_2D(48->64) -> y`` (seeded weights, a signature)."""
+    rng = np.random.default_rng(11)
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", DType.FLOAT32, (1, 16, 16, 32))
+    h = x
+    for k, (cin, cout, act) in enumerate(((32, 48, "RELU"), (48, 64, "NONE"))):
+        w = (rng.standard_normal((cout, 3, 3, cin)) / np.sqrt(9 * cin)).astype(np.float32)
+        b = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+        y = g.tensor(f"conv{k}", DType.FLOAT32, (1, 16, 16, cout))
+        g.op(
+            "CONV_2D",
+            [h, g.constant(f"w{k}", w), g.constant(f"b{k}", b)],
+            [y],
+            options={
+                "padding": "SAME",
+                "stride_w": 1,
+                "stride_h": 1,
+                "fused_activation_function": act,
+            },
+        )
+        h = y
+    g.output(h)
+    mb.add_signature("serving_default", 0, [("x", x)], [("y", h)])
+    return mb.build()
 
 
 def expected_routes(plan: Plan) -> dict[str, Any]:
@@ -223,6 +264,7 @@ def expected_routes(plan: Plan) -> dict[str, Any]:
         "parallel": r.parallel,
         "staged": r.graph.staged_tensors(),
         "by_name": by_name,
+        "splits": [g.to_dict() for g in shard_groups(plan, r, r.parallel)],
     }
 
 
@@ -378,14 +420,47 @@ CASES: dict[str, Any] = {
 }
 
 
-def corrupt_cases(src: Path, root: Path) -> dict[str, dict[str, str]]:
+def _split_field(key: str, value: Any, shard: int | None = None) -> Any:
+    def fn(doc: dict[str, Any]) -> None:
+        s = doc["splits"][0]
+        (s if shard is None else s["shards"][shard])[key] = value
+
+    return fn
+
+
+def _collective_field(key: str, value: Any) -> Any:
+    def fn(doc: dict[str, Any]) -> None:
+        doc["collectives"][0][key] = value
+
+    return fn
+
+
+def _shard_in_first_partition(doc: dict[str, Any]) -> None:
+    s = doc["splits"][0]
+    s["shards"][1]["partition"] = s["shards"][0]["partition"]
+
+
+# damage to a version-2 plan (tensor parallelism), applied to the split_convs bundle
+SPLIT_CASES: dict[str, Any] = {
+    "split_shard_partition": lambda b: _edit_plan(b, _shard_in_first_partition),
+    "split_collective_kind": lambda b: _edit_plan(b, _collective_field("kind", "scatter")),
+    "split_collective_split": lambda b: _edit_plan(b, _collective_field("split", "s9")),
+    "split_reason": lambda b: _edit_plan(b, _split_field("reason", "taste")),
+    "split_exact_type": lambda b: _edit_plan(b, _split_field("exact", "yes")),
+    "split_collective_id": lambda b: _edit_plan(b, _split_field("collective", "c99")),
+    "split_in_version_1": lambda b: _edit_plan(b, _set("version", 1)),
+}
+
+
+def corrupt_cases(src: Path, root: Path, split_src: Path) -> dict[str, dict[str, str]]:
     """Damaged copies of ``src`` (and paths that are no bundle) with Python's error for each."""
     paths = {}
-    for name, damage in CASES.items():
-        dst = root / name
-        shutil.copytree(src, dst)
-        damage(dst)
-        paths[name] = dst
+    for cases, base in ((CASES, src), (SPLIT_CASES, split_src)):
+        for name, damage in cases.items():
+            dst = root / name
+            shutil.copytree(base, dst)
+            damage(dst)
+            paths[name] = dst
     paths["no_such_dir"] = root / "does-not-exist"
     paths["model_file"] = root / "model.tflite"
     shutil.copyfile(src / "partitions" / "p0.tflite", paths["model_file"])
@@ -419,7 +494,9 @@ def main(out: Path) -> int:
         (out / "expected").mkdir(exist_ok=True)
         (out / "expected" / f"{name}.json").write_text(json.dumps(exp, sort_keys=True, indent=1))
         index["fixtures"].append(name)
-    index["corrupt"] = corrupt_cases(out / "bundles" / "mnv2_pixel8", out / "corrupt")
+    index["corrupt"] = corrupt_cases(
+        out / "bundles" / "mnv2_pixel8", out / "corrupt", out / "bundles" / "split_convs"
+    )
     (out / "index.json").write_text(json.dumps(index, sort_keys=True, indent=1))
     print(f"wrote {len(index['fixtures'])} bundles and {len(index['corrupt'])} damaged copies")
     return 0

@@ -49,6 +49,7 @@ def place(
     edge_cut_method: str = "interval",
     progress: ProgressCallback | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    split: bool = True,
 ) -> ModelPlan:
     """Decide where each op of the model's main subgraph runs on ``device`` (nothing written).
 
@@ -87,12 +88,18 @@ def place(
         Input name -> the shape it runs at (LiteRT's ``resize_tensor_input``: only ``-1``
         dimensions can change). Claims, costs and memory use the propagated shapes; dynamic
         inputs not given run at their stored size and an ``InputShapeNote`` warning says so.
+    split
+        Tensor parallelism: split a layer across units (output channels or columns, shards
+        balanced so they finish together, transfers included) when the whole model is
+        predicted at least 10 % faster, or when its weights fit no unit
+        (``docs/tensor_parallel.md``); ``False`` never splits.
 
     Returns
     -------
     ModelPlan
         The cost graph, TFLite's default, the checked solution, the partitions and the
-        report (``report()``); ``seconds`` holds the time per stage.
+        report (``report()``); ``seconds`` holds the time per stage; ``tensor_parallel``
+        the splits taken (``splits``) and what the plan predicted without them.
 
     Raises
     ------
@@ -123,6 +130,7 @@ def place(
         latency_tables=latency_tables,
         table_for=table_for,
         input_shapes=input_shapes,
+        split=_split(split),
     )
 
 
@@ -142,6 +150,7 @@ def compile(
     arena: bool = True,
     progress: ProgressCallback | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    split: bool = True,
 ) -> CompiledModel:
     """Place the model on ``device`` (see :func:`place`) and apply the placement: a bundle in
     memory, inspected before :meth:`~edgepart.deploy.compile.CompiledModel.save` writes it.
@@ -156,9 +165,12 @@ def compile(
     Parameters
     ----------
     model, device, latency_tables, table_for, objective, method, seed, effort, time_limit, \
-edge_cut_k, edge_cut_method, progress, input_shapes
+edge_cut_k, edge_cut_method, progress, input_shapes, split
         As for :func:`place`; the bundle records the input shapes (``plan.json``) and its
-        partition files carry the resolved shapes.
+        partition files carry the resolved shapes. A plan with splits is written as
+        ``plan.json`` version 2: its partitions place the split model (each shard its own
+        ops), and ``splits`` and ``collectives`` say which layers were split and how data moves
+        between the shards.
     arena
         Plan the memory across partitions (``arena.json``); false leaves it out.
 
@@ -198,6 +210,7 @@ edge_cut_k, edge_cut_method, progress, input_shapes
         table_for=table_for,
         arena=arena,
         input_shapes=input_shapes,
+        split=_split(split),
     )
 
 
@@ -254,6 +267,12 @@ def place_graph(
         method, objective, seed, effort, time_limit, edge_cut_k, edge_cut_method, progress
     )
     return place_costgraph(graph, method, opts)
+
+
+def _split(split: object) -> bool:
+    if not isinstance(split, bool):
+        raise UsageError(f"split must be True or False, got {split!r}")
+    return split
 
 
 def _options(

@@ -22,6 +22,13 @@ from typing import Any
 
 from edgepart import jsondoc as _json
 from edgepart.bundle._checks import check_arena, check_plan
+from edgepart.bundle.tensor_parallel import (
+    CollectiveEntry,
+    SplitEntry,
+    check_tensor_parallel,
+    collective_from_doc,
+    split_from_doc,
+)
 from edgepart.errors import BundleError
 
 __all__ = [
@@ -30,6 +37,8 @@ __all__ = [
     "BUNDLE_VERSION",
     "EXECUTOR_KINDS",
     "PLAN_FORMAT",
+    "PLAN_VERSION",
+    "PLAN_VERSIONS",
     "RESERVED_PLAN_KEYS",
     "Arena",
     "ArenaBuffer",
@@ -48,7 +57,13 @@ BUNDLE_FORMAT = "edgepart-bundle"
 PLAN_FORMAT = "edgepart-bundle-plan"
 ARENA_FORMAT = "edgepart-bundle-arena"
 BUNDLE_VERSION = 1
-"""The one version of the manifest, plan and arena formats this code reads and writes."""
+"""The version of the manifest and arena formats this code reads and writes, and of plans
+without tensor-parallel splits."""
+PLAN_VERSION = 2
+"""The newest ``plan.json`` version: 2 adds ``splits`` and ``collectives`` (tensor parallelism,
+:mod:`edgepart.bundle.tensor_parallel`). A plan without splits is still written as version 1,
+byte for byte as before; readers take both."""
+PLAN_VERSIONS = (1, 2)
 
 EXECUTOR_KINDS = ("xnnpack", "builtin", "reference", "delegate")
 
@@ -62,6 +77,8 @@ RESERVED_PLAN_KEYS = frozenset(
         "inputs",
         "outputs",
         "partitions",
+        "splits",
+        "collectives",
     }
 )
 """Top-level ``plan.json`` keys the bundle owns; the rest (``predicted`` and any partitioner
@@ -144,7 +161,12 @@ class PartitionEntry:
 
 @dataclass(frozen=True)
 class Plan:
-    """The typed content of ``plan.json``; ``extra`` holds partitioner-owned top-level keys."""
+    """The typed content of ``plan.json``; ``extra`` holds partitioner-owned top-level keys.
+
+    ``num_ops`` counts the ops the partitions cover: the source subgraph's, plus what the
+    ``splits`` add (a version-2 plan places the split graph, see
+    :mod:`edgepart.bundle.tensor_parallel`).
+    """
 
     source_name: str
     subgraph: int
@@ -156,6 +178,18 @@ class Plan:
     partitions: tuple[PartitionEntry, ...]
     predicted: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    splits: tuple[SplitEntry, ...] = ()
+    collectives: tuple[CollectiveEntry, ...] = ()
+
+    @property
+    def version(self) -> int:
+        """1 for a plan without splits, 2 with (see :data:`PLAN_VERSION`)."""
+        return 2 if self.splits or self.collectives else 1
+
+    @property
+    def source_num_ops(self) -> int:
+        """Ops of the source subgraph (before the splits)."""
+        return self.num_ops - sum(s.added_ops for s in self.splits)
 
     @property
     def input_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -178,8 +212,12 @@ class Plan:
         doc: dict[str, Any] = dict(self.extra)
         doc.update(
             format=PLAN_FORMAT,
-            version=BUNDLE_VERSION,
-            source={"name": self.source_name, "subgraph": self.subgraph, "num_ops": self.num_ops},
+            version=self.version,
+            source={
+                "name": self.source_name,
+                "subgraph": self.subgraph,
+                "num_ops": self.source_num_ops,
+            },
             device_profile=self.device_profile,
             signature_key=self.signature_key,
             inputs=[_model_tensor_doc(t) for t in self.inputs],
@@ -188,6 +226,9 @@ class Plan:
         )
         if self.predicted is not None:
             doc["predicted"] = dict(self.predicted)
+        if self.version == 2:
+            doc["splits"] = [s.to_doc() for s in self.splits]
+            doc["collectives"] = [c.to_doc() for c in self.collectives]
         return _json.canonical(doc)  # type: ignore[no-any-return]
 
 
@@ -255,17 +296,23 @@ def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
     BundleError
         One line naming ``where`` and the JSON path or the partition that is wrong.
     """
-    check_format(doc, PLAN_FORMAT, where)
+    check_format(doc, PLAN_FORMAT, where, versions=PLAN_VERSIONS)
     _refuse_libraries(doc, where)
+    if doc["version"] == 1 and ("splits" in doc or "collectives" in doc):
+        raise BundleError(
+            f"{where}: a version-1 plan has no 'splits' or 'collectives'; a plan with "
+            "tensor-parallel splits is version 2"
+        )
     _json.validate(doc, "bundle_plan.schema.json", where)
     if "partitioner" in doc:
         _json.validate(doc, "plan.schema.json", where)
     known = RESERVED_PLAN_KEYS | {"predicted"}
     src = doc["source"]
+    splits = tuple(split_from_doc(s) for s in doc.get("splits", ()))
     plan = Plan(
         source_name=src["name"],
         subgraph=src["subgraph"],
-        num_ops=src["num_ops"],
+        num_ops=src["num_ops"] + sum(s.added_ops for s in splits),
         device_profile=doc["device_profile"],
         signature_key=doc["signature_key"],
         inputs=tuple(_model_tensor(t) for t in doc["inputs"]),
@@ -273,8 +320,11 @@ def plan_from_doc(doc: Any, where: str = "plan.json") -> Plan:
         partitions=tuple(_partition(p) for p in doc["partitions"]),
         predicted=doc.get("predicted"),
         extra={k: v for k, v in doc.items() if k not in known},
+        splits=splits,
+        collectives=tuple(collective_from_doc(c) for c in doc.get("collectives", ())),
     )
     check_plan(plan, where)
+    check_tensor_parallel(plan, where)
     return plan
 
 
@@ -314,16 +364,20 @@ def arena_from_doc(doc: Any, plan: Plan, where: str = "arena.json") -> Arena:
     return arena
 
 
-def check_format(doc: Any, fmt: str, where: str) -> None:
+def check_format(
+    doc: Any, fmt: str, where: str, versions: tuple[int, ...] = (BUNDLE_VERSION,)
+) -> None:
+    """Refuse a document that is not a JSON object of format ``fmt`` in one of ``versions``."""
     if not isinstance(doc, dict):
         raise BundleError(f"{where}: expected a JSON object, found {type(doc).__name__}")
     if doc.get("format") != fmt:
         raise BundleError(f"{where}: format is {doc.get('format')!r}, expected {fmt!r}")
     version = doc.get("version")
-    if version != BUNDLE_VERSION:
+    if isinstance(version, bool) or version not in versions:
+        known = " and ".join(str(v) for v in versions)
         raise BundleError(
             f"{where}: {fmt} version {version!r} is not supported (this edgepart reads version "
-            f"{BUNDLE_VERSION}); re-create the bundle with this edgepart or upgrade it"
+            f"{known}); re-create the bundle with this edgepart or upgrade it"
         )
 
 

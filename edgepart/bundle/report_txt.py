@@ -21,7 +21,8 @@ def format_report(plan: Plan, arena: Arena | None = None) -> str:
     """Partitions, boundary traffic, concurrency, predictions and the arena, in a few lines."""
     graph = PlanGraph.from_plan(plan)
     lines = [
-        f"edgepart bundle of {plan.source_name} (subgraph {plan.subgraph}, {plan.num_ops} ops)"
+        f"edgepart bundle of {plan.source_name} (subgraph {plan.subgraph}, "
+        f"{plan.source_num_ops} ops)"
         f" for device profile {plan.device_profile or '(none)'}",
         f"{len(plan.partitions)} partitions in dependency order:",
         f"  {'id':<8} {'unit':<12} {'delegate':<12} {'ops':>5} {'in':>4} {'out':>4} "
@@ -55,6 +56,7 @@ def format_report(plan: Plan, arena: Arena | None = None) -> str:
         f"boundary: {len(staged)} staged tensors, {moved} bytes passed between partitions per "
         f"inference; {pairs} partition pairs may run concurrently on different units"
     )
+    lines.extend(_split_lines(plan))
     pred = plan.predicted or {}
     if pred:
         base = pred.get("baseline_latency_s")
@@ -77,3 +79,42 @@ def format_report(plan: Plan, arena: Arena | None = None) -> str:
                 f"{sum(1 for b in arena.buffers if b.memory == name)} buffers"
             )
     return "\n".join(lines) + "\n"
+
+
+def _split_lines(plan: Plan) -> list[str]:
+    """Tensor parallelism: every split, where its shards run, its collectives."""
+    if not plan.splits:
+        return []
+    unit = {p.id: p.unit_name for p in plan.partitions}
+    lines = [
+        f"tensor parallelism: {len(plan.splits)} split layer(s), {plan.num_ops} ops after the "
+        "splits (plan.json version 2):"
+    ]
+    for s in plan.splits:
+        shards = ", ".join(f"{sh.partition} ({unit[sh.partition]})" for sh in s.shards)
+        coll = next(c for c in plan.collectives if c.id == s.collective)
+        gain = ""
+        pr = s.predicted or {}
+        if pr.get("split_s") is not None:
+            gain = f"; predicted {_ms(pr.get('unsplit_s'))} -> {_ms(pr.get('split_s'))}"
+            if pr.get("gain") is not None:
+                gain += f" (gain {float(pr['gain']) * 100:.1f} %)"
+        lines.append(
+            f"  {s.id} {'+'.join(dict.fromkeys(s.op_names))} op {','.join(map(str, s.ops))} by "
+            f"{s.mode} {list(s.sizes)} ({s.reason}): shards in {shards}; "
+            f"{coll.kind.replace('_', '-')} in {coll.destination[0]}{gain}"
+        )
+    kinds: dict[str, list[int]] = {}
+    for c in plan.collectives:
+        kinds.setdefault(c.kind, []).append(c.bytes)
+    lines.append(
+        "  collectives: "
+        + ", ".join(
+            f"{len(v)} {k.replace('_', '-')} ({sum(v)} bytes)"
+            for k, v in sorted(kinds.items(), key=lambda kv: _KIND_ORDER.index(kv[0]))
+        )
+    )
+    return lines
+
+
+_KIND_ORDER = ("broadcast", "send_recv", "all_gather", "all_reduce")

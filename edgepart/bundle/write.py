@@ -46,6 +46,7 @@ from edgepart.bundle.format import (
 from edgepart.bundle.load import MANIFEST_LIMIT
 from edgepart.bundle.parts import PartSource, dependency_order, extract_partition, model_tensors
 from edgepart.bundle.report_txt import format_report
+from edgepart.bundle.tensor_parallel import CollectiveEntry, SplitEntry
 from edgepart.devices.host_executors import MAX_THREADS
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.errors import EdgepartError, OutputError, PlanError, UsageError
@@ -115,8 +116,16 @@ def build_bundle(
     plan_extra: Mapping[str, Any] | None = None,
     arena: Mapping[str, Any] | str | None = None,
     source_path: str | os.PathLike[str] | None = None,
+    splits: Sequence[SplitEntry] = (),
+    collectives: Sequence[CollectiveEntry] = (),
 ) -> Bundle:
-    """The bundle for ``model`` cut into ``partitions``, in memory (see :func:`write_bundle`)."""
+    """The bundle for ``model`` cut into ``partitions``, in memory (see :func:`write_bundle`).
+
+    With ``splits`` (tensor parallelism), ``model`` is the split model
+    (:func:`edgepart.ir.split.split_model` of the source, as the entries say) and
+    ``source_path`` the source model's file: the plan is written as version 2 with its
+    ``splits`` and ``collectives`` (:mod:`edgepart.bundle.tensor_parallel`).
+    """
     src = PartSource.open(model, source_path)
     sg_count = len(src.model.subgraphs)
     if not 0 <= subgraph < sg_count:
@@ -153,6 +162,8 @@ def build_bundle(
         partitions=tuple(entries),
         predicted=predicted,
         extra=extra,
+        splits=tuple(splits),
+        collectives=tuple(collectives),
     )
     plan_doc = plan.to_doc()
     plan = plan_from_doc(plan_doc, "plan.json (being written)")  # the loader's own checks

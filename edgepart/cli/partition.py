@@ -51,6 +51,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--no-arena", action="store_true", help="with MODEL -o: do not plan arena.json")
     p.add_argument(
+        "--no-split",
+        action="store_true",
+        help="with MODEL: never split a layer across units (tensor parallelism; by default a "
+        "layer is split when the plan gains at least 10 %% or its weights fit no unit)",
+    )
+    p.add_argument(
         "--objective",
         choices=("latency", "throughput"),
         default="latency",
@@ -114,6 +120,8 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _graph(args: argparse.Namespace, solve: dict[str, Any]) -> int:
+    if args.no_split:
+        raise UsageError("--no-split goes with MODEL; a cost graph's nodes are not layers")
     if args.profile:
         raise UsageError("--profile goes with MODEL; a cost graph already describes its processors")
     if args.latency_table or args.table_for:
@@ -138,6 +146,7 @@ def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
         )
     if args.no_arena and not args.output:
         raise UsageError("--no-arena applies when writing a bundle with -o OUT/")
+    solve = {**solve, "split": not args.no_split}
     costs = {
         "latency_tables": args.latency_table,
         "table_for": key_values(args.table_for, "--table-for", "PROC=TABLEPROC"),
@@ -156,6 +165,9 @@ def _model(args: argparse.Namespace, solve: dict[str, Any]) -> int:
         report = placement.report()
     print(report, end="")
     _print_bound(placement.solution)
+    tp = placement.tensor_parallel
+    if tp is not None and tp.enabled and not tp.taken:
+        print(f"tensor parallelism: no split taken ({tp.note})")
     secs = placement.seconds
     print(
         f"time: model to cost graph {secs['lowering']:.2f} s, {solve['method']} "

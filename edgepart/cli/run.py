@@ -129,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
     for p, c in zip(plan.partitions, result.executors, strict=True):
         flag = "  [FALLBACK]" if c.fallback else ""
         print(f"  {p.id:<8} {p.unit_name:<10} {p.delegate:<12} executed on {c.executed_on}{flag}")
+    for g in result.splits:
+        shards = ", ".join(f"{p} ({u})" for p, u in zip(g.partitions, g.units, strict=True))
+        how = "run concurrently" if g.concurrent else "run one after another"
+        print(f"split {g.split} {g.layer} by {g.mode}: shards {shards} {how}; {g.collective}")
     for t, y in zip(plan.outputs, result.outputs, strict=True):
         print(
             f"output {t.name}: {y.dtype}{list(y.shape)} min {_stat(y, 'min')} max {_stat(y, 'max')}"
@@ -157,6 +161,12 @@ def run(args: argparse.Namespace) -> int:
             )
     if result.benchmark is not None:
         _print_bench(result)
+        for g in result.splits:
+            ov = result.shard_overlap(g)
+            if ov is not None:
+                print(
+                    f"  split {g.split}: its shards ran at the same time for {format_seconds(ov)}"
+                )
     if args.json:
         atomic_write_text(args.json, _json.text(result.to_dict(), default=str) + "\n")
     return status

@@ -24,18 +24,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from edgepart.bundle.format import Arena, Bundle, Plan
+from edgepart.bundle.tensor_parallel import CollectiveEntry, SplitEntry
 from edgepart.bundle.write import PartitionSpec, build_bundle, save_bundle
+from edgepart.cost.hardware import hardware_from_profile
+from edgepart.cost.model import CostModel
 from edgepart.cost.table import LatencyTable, load_table
+from edgepart.cost.table_use import check_tables_used
 from edgepart.deploy.apply import PlacedPartition, placed_partitions
 from edgepart.deploy.apply import partition_specs as _specs
-from edgepart.deploy.plan_keys import partitioner_keys
-from edgepart.deploy.report_text import format_model_report
+from edgepart.deploy.collectives import tensor_parallel_entries
+from edgepart.deploy.plan_keys import partitioner_keys, tensor_parallel_key
+from edgepart.deploy.report_text import format_model_report, format_split_report
+from edgepart.deploy.splits import SplitTaken, TensorParallel, place_with_splits
 from edgepart.devices.profile import DeviceProfile, load_profile
 from edgepart.ir.graph import Model
 from edgepart.ir.shapes import apply_input_shapes
-from edgepart.lowering.default_placement import DefaultPlacement, profile_default_baseline
-from edgepart.lowering.from_model import ModelProblem, model_costgraph
-from edgepart.placement.solve import Solution, SolveOptions, partition_costgraph
+from edgepart.lowering.default_placement import DefaultPlacement
+from edgepart.lowering.from_model import ModelProblem
+from edgepart.placement.solve import Solution, SolveOptions
 from edgepart.tflite.reader import read_model
 
 __all__ = [
@@ -59,8 +65,12 @@ class ModelPlan:
     """A solved model: the problem, TFLite's default, the checked solution and its partitions.
 
     ``seconds`` holds the wall-clock time of the two stages (``"lowering"``: reading and
-    lowering the model to a cost graph with its baseline; ``"solve"``: the solver), for
-    reports; nothing else depends on it.
+    lowering the model to a cost graph with its baseline; ``"solve"``: the solver and, with
+    tensor parallelism, the split models tried), for reports; nothing else depends on it.
+
+    ``tensor_parallel`` says which layers were split (``docs/tensor_parallel.md``). When splits
+    are taken, ``problem`` is the *split* model's (its ops index the split graph), ``default``
+    is TFLite's default for the source model and ``solution.baseline`` its prediction.
     """
 
     problem: ModelProblem
@@ -68,10 +78,17 @@ class ModelPlan:
     solution: Solution
     partitions: list[PlacedPartition]
     seconds: Mapping[str, float] = field(default_factory=dict)
+    tensor_parallel: TensorParallel | None = None
+
+    @property
+    def splits(self) -> tuple[SplitTaken, ...]:
+        """The splits the plan takes (empty when none)."""
+        return () if self.tensor_parallel is None else self.tensor_parallel.taken
 
     def report(self) -> str:
         """The partition report (deterministic text: no wall-clock times, no arena)."""
-        return format_model_report(self.problem, self.solution, self.partitions, self.default)
+        text = format_model_report(self.problem, self.solution, self.partitions, self.default)
+        return text + format_split_report(self.problem, self.partitions, self.tensor_parallel)
 
     def specs(self) -> list[PartitionSpec]:
         """The bundle partition specs of this plan (ids ``p0, p1, ...``, with predictions)."""
@@ -132,6 +149,7 @@ def partition_model(
     latency_tables: LatencyTables = (),
     table_for: Mapping[str, str] | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    split: bool = True,
 ) -> ModelPlan:
     """Place ``model``'s main subgraph on the processors of ``profile`` (nothing is written).
 
@@ -150,6 +168,10 @@ def partition_model(
         where they cover an op.
     table_for
         Back profile processor ``PROC`` with latency-table processor ``TABLEPROC``.
+    split
+        Consider tensor-parallel splits (:mod:`edgepart.deploy.splits`): a layer is split
+        across units when the whole model is predicted at least 10 % faster, or when its
+        weights fit no unit; ``False`` places the model as it is.
 
     Raises
     ------
@@ -163,13 +185,20 @@ def partition_model(
     if not isinstance(model, Model):
         model = read_model(model)
     model = apply_input_shapes(model, input_shapes)
-    problem = model_costgraph(model, prof, tables=tables, table_for=dict(table_for or {}))
-    default = profile_default_baseline(problem)
+    # a latency table that backs no processor is an error, not silently unused
+    check_tables_used(
+        tables, [(p.name, p.kind) for p in prof.processors], dict(table_for or {}), prof.name
+    )
+    cm = CostModel(hardware_from_profile(prof), tables, table_for=dict(table_for or {}))
     t1 = time.perf_counter()
-    sol = partition_costgraph(problem.graph, method, options, reference=default.baseline)
-    t2 = time.perf_counter()
+    placed = place_with_splits(model, prof, cm, method, options, split=split)
+    problem, sol = placed.problem, placed.solution
     parts = placed_partitions(problem, sol.evaluation)
-    return ModelPlan(problem, default, sol, parts, {"lowering": t1 - t0, "solve": t2 - t1})
+    seconds = {
+        "lowering": t1 - t0 + placed.seconds["lowering"],
+        "solve": placed.seconds["solve"],
+    }
+    return ModelPlan(problem, placed.default, sol, parts, seconds, placed.tensor_parallel)
 
 
 def compile_placement(
@@ -191,6 +220,12 @@ def compile_placement(
     """
     problem = placement.problem
     keys = partitioner_keys(problem, placement.solution, placement.partitions, placement.default)
+    tp = placement.tensor_parallel
+    splits: list[SplitEntry] = []
+    collectives: list[CollectiveEntry] = []
+    if tp is not None and tp.taken:
+        keys["tensor_parallel"] = tensor_parallel_key(tp)
+        splits, collectives = tensor_parallel_entries(problem, placement.partitions, tp.taken)
     bundle = build_bundle(
         problem.model,
         placement.specs(),
@@ -199,6 +234,8 @@ def compile_placement(
         plan_extra=keys,
         arena="global" if arena else None,
         source_path=source_path,
+        splits=splits,
+        collectives=collectives,
     )
     report = format_model_report(
         problem,
@@ -206,7 +243,7 @@ def compile_placement(
         placement.partitions,
         placement.default,
         None if bundle.arena is None else bundle.arena.doc,
-    )
+    ) + format_split_report(problem, placement.partitions, tp)
     path = None if source_path is None else os.fspath(source_path)
     return CompiledModel(placement, bundle, report, path)
 
@@ -221,6 +258,7 @@ def compile_model(
     table_for: Mapping[str, str] | None = None,
     arena: bool = True,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    split: bool = True,
 ) -> CompiledModel:
     """:func:`partition_model`, then :func:`compile_placement` (see both)."""
     placement = partition_model(
@@ -231,6 +269,7 @@ def compile_model(
         latency_tables=latency_tables,
         table_for=table_for,
         input_shapes=input_shapes,
+        split=split,
     )
     source = model if isinstance(model, (str, os.PathLike)) else None
     return compile_placement(placement, arena=arena, source_path=source)
@@ -245,8 +284,10 @@ def partition_specs(
     latency_tables: LatencyTables = (),
     table_for: Mapping[str, str] | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    split: bool = False,
 ) -> list[PartitionSpec]:
-    """The bundle partition specs of :func:`partition_model`'s plan."""
+    """The bundle partition specs of :func:`partition_model`'s plan (of the source model's ops:
+    without tensor-parallel splits unless ``split``, whose specs index the split graph)."""
     mp = partition_model(
         model,
         profile,
@@ -255,6 +296,7 @@ def partition_specs(
         latency_tables=latency_tables,
         table_for=table_for,
         input_shapes=input_shapes,
+        split=split,
     )
     return mp.specs()
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.deploy.apply import PlacedPartition
+from edgepart.deploy.splits import TensorParallel
 from edgepart.lowering.default_placement import DefaultPlacement
 from edgepart.lowering.from_model import ModelProblem
 from edgepart.placement.evaluate import Evaluation
@@ -31,7 +32,7 @@ from edgepart.placement.plan_doc import (
 )
 from edgepart.placement.solve import Solution
 
-__all__ = ["cpu_forced", "partitioner_keys"]
+__all__ = ["cpu_forced", "partitioner_keys", "tensor_parallel_key"]
 
 
 def cpu_forced(problem: ModelProblem, ev: Evaluation) -> list[dict[str, Any]]:
@@ -140,4 +141,19 @@ def partitioner_keys(
         "baselines": [{"name": x.name, **evaluation_summary(x.evaluation)} for x in sol.baselines],
         "speedup_over_baseline": speedup(sol),
         "cpu_forced": cpu_forced(problem, ev),
+    }
+
+
+def tensor_parallel_key(tp: TensorParallel) -> dict[str, Any]:
+    """The ``tensor_parallel`` key of a plan that takes splits: the best placement without
+    them, with them, the gain, the threshold it passed and the candidates weighed."""
+    return {
+        "unsplit_latency_s": None
+        if tp.unsplit_latency_s is None
+        else json_float(tp.unsplit_latency_s),
+        "latency_s": None if tp.split_latency_s is None else json_float(tp.split_latency_s),
+        "gain": None if tp.gain is None else json_float(tp.gain),
+        "threshold": tp.threshold,
+        "candidates": tp.considered,
+        "splits": len(tp.taken),
     }

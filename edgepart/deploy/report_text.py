@@ -17,13 +17,14 @@ import numpy as np
 
 from edgepart.deploy.apply import PlacedPartition
 from edgepart.deploy.plan_keys import cpu_forced
+from edgepart.deploy.splits import TensorParallel
 from edgepart.lowering.default_placement import DefaultPlacement
 from edgepart.lowering.from_model import ModelProblem
 from edgepart.placement.evaluate import objective_key
 from edgepart.placement.solve import Solution
 from edgepart.timefmt import format_seconds
 
-__all__ = ["format_model_report"]
+__all__ = ["format_model_report", "format_split_report"]
 
 
 def _ms(x: float) -> str:
@@ -158,4 +159,53 @@ def format_model_report(
             lines.append(f"  ... {len(forced) - max_rows} more reasons in plan.json")
     else:
         lines.append("no op was forced onto the CPU by a refusal")
+    return "\n".join(lines) + "\n"
+
+
+def format_split_report(
+    problem: ModelProblem,
+    parts: Sequence[PlacedPartition],
+    tp: TensorParallel | None,
+    *,
+    max_rows: int = 16,
+) -> str:
+    """The tensor-parallel lines of the report: every split taken, where its shards run and the
+    gain it was predicted to bring ("" when no split is taken, so reports of unsplit plans are
+    unchanged)."""
+    if tp is None or not tp.taken:
+        return ""
+    g = problem.graph
+    owner = {op: p for p in parts for op in p.ops}
+    head = f"tensor parallelism: {len(tp.taken)} split layer(s)"
+    if tp.unsplit_latency_s is not None and tp.split_latency_s is not None:
+        head += (
+            f"; predicted latency without splits {_ms(tp.unsplit_latency_s)}, with "
+            f"{_ms(tp.split_latency_s)} (gain {(tp.gain or 0.0) * 100:.1f} %, threshold "
+            f"{tp.threshold * 100:.0f} %)"
+        )
+    else:
+        head += "; the model fits no placement without them (layers larger than any unit)"
+    lines = [head]
+    for st in tp.taken[:max_rows]:
+        rec = st.record
+        shards = ", ".join(
+            f"{owner[sh[-1]].id} on {g.unit_name(owner[sh[-1]].unit)} ({size})"
+            for sh, size in zip(rec.shards, rec.spec.sizes, strict=True)
+        )
+        coll = owner[rec.collective_ops[-1]]
+        pr = st.predicted
+        if pr["unsplit_s"] is not None and pr["gain"] is not None:
+            gain = (
+                f"layer {_ms(float(pr['unsplit_s']))} -> {_ms(float(pr['split_s'] or 0.0))} "
+                f"(gain {float(pr['gain']) * 100:.1f} %)"
+            )
+        else:
+            gain = f"layer {_ms(float(pr['split_s'] or 0.0))} split (fits no unit whole)"
+        lines.append(
+            f"  {st.id} op {','.join(map(str, rec.spec.ops))} "
+            f"{'+'.join(dict.fromkeys(rec.op_names))} by {rec.spec.mode}, {st.choice.reason}: "
+            f"{shards}; {rec.collective.replace('_', '-')} in {coll.id}; {gain}"
+        )
+    if len(tp.taken) > max_rows:
+        lines.append(f"  ... {len(tp.taken) - max_rows} more splits in plan.json")
     return "\n".join(lines) + "\n"

@@ -71,6 +71,8 @@ class Compiled:
         self.selfl: list[bool] = g.self_link.tolist()
         groups = [np.flatnonzero(g.coloc == i).tolist() for i in range(len(g.coloc_names))]
         self.groups: list[list[int]] = [m for m in groups if len(m) > 1]
+        brk = g.epoch_break
+        self.brk: list[bool] | None = None if brk is None else [bool(x) for x in brk.tolist()]
 
 
 _CACHE: weakref.WeakKeyDictionary[CostGraph, Compiled] = weakref.WeakKeyDictionary()
@@ -118,6 +120,7 @@ def epochs(
                 for w in c.preds[v]:
                     if typ[w] != tv:
                         ext[tv] += 1
+    brk = c.brk
     while heaps:
         best, top = -1, k
         for t, h in heaps.items():
@@ -139,7 +142,7 @@ def epochs(
                     if single is not None and tw != best and single[tw]:
                         ext[tw] -= 1
                     if d == 0:
-                        if tw == best:
+                        if tw == best and (brk is None or not brk[w]):
                             stack.append(w)
                         elif tw in heaps:
                             push(heaps[tw], w)

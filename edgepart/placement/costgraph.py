@@ -99,6 +99,10 @@ class CostGraph:
     proc_copies: np.ndarray  # [P] bool
     proc_single: np.ndarray  # [P] bool
     proc_unit_handoff: np.ndarray  # [P] bool
+    # [N] bool or None: a node that starts a new partition rather than joining, through the
+    # partition's own members, the partition of a node it depends on (tensor-parallel shards:
+    # the producer's partition must end, and hand its output to the other units, before they run)
+    epoch_break: np.ndarray | None = None
 
     @property
     def num_nodes(self) -> int:

@@ -14,7 +14,10 @@ of the processor unit that runs it (``CostGraph.unit_proc`` maps units to proces
    marked ``single_partition`` a unit's epoch opens only once all of the unit's nodes can run
    (every predecessor on another unit placed) and then takes them all: the unit runs one
    partition. If that is impossible (a path leaves the unit and comes back, or such units wait
-   on each other) the placement is infeasible.
+   on each other) the placement is infeasible. A node marked in
+   ``CostGraph.epoch_break`` (a tensor-parallel shard) does not join the partition whose own
+   members made it ready; it waits for a later epoch, so that partition ends and hands its
+   outputs to the other units' shards before this one runs.
 2. **Durations.** A partition on processor ``p`` takes ``dispatch_s[p]`` plus the sum of its
    nodes' latencies on ``p`` (nodes run one after another inside the call), plus, on a processor
    marked ``transfers_on_unit``, the cost of every transfer it sends and of every transfer it is

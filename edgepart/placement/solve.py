@@ -192,6 +192,7 @@ def partition_costgraph(
     *,
     baselines: Sequence[Baseline] = (),
     reference: Baseline | None = None,
+    starts: Sequence[Baseline] = (),
 ) -> Solution:
     """Place ``g`` with the named solver and return a checked :class:`Solution`.
 
@@ -211,6 +212,10 @@ def partition_costgraph(
     reference : Baseline
         The baseline to report the plan against ("the TFLite default"); when it is missing or
         infeasible, the best feasible candidate is reported.
+    starts : sequence of Baseline
+        Placements the caller proposes (e.g. tensor-parallel shards on their units): solver
+        starts, and the plan is never worse than the best feasible one; unlike ``baselines``
+        they are not reported as baselines.
 
     Raises
     ------
@@ -226,8 +231,9 @@ def partition_costgraph(
         raise UsageError(f"unknown objective {o.objective!r}; valid: {', '.join(OBJECTIVES)}")
     solver = get_solver(method)
     every = ([reference] if reference is not None else []) + list(baselines) + tflite_baselines(g)
-    best = best_baseline(every, o.objective)
-    units, info = solver(g, o, every)
+    pool = every + list(starts)
+    best = best_baseline(pool, o.objective)
+    units, info = solver(g, o, pool)
     ev = evaluate(g, units)
     if not ev.feasible:
         raise PlacementInfeasibleError(f"the {method} plan is infeasible: {ev.violations[0]}")
@@ -240,5 +246,9 @@ def partition_costgraph(
         units, ev, chosen = best.units, best.evaluation, best.name
     check_evaluation(g, ev)
     optimal = info.pop("optimal", None) if method == "exact" else None
-    shown = reference if reference is not None and reference.feasible else best
+    shown = (
+        reference
+        if reference is not None and reference.feasible
+        else best_baseline(every, o.objective)
+    )
     return Solution(g, o, method, chosen, units, ev, optimal, shown, tuple(every), info)

@@ -260,7 +260,7 @@ def report_document(view: PlanView, measured: Sequence[MeasuredSchedule] = ()) -
         "cost_sources": sources,
         "notes": _notes(view, sources),
     }
-    return {
+    doc: dict[str, Any] = {
         "version": DOC_VERSION,
         "meta": meta,
         "processors": [
@@ -288,6 +288,51 @@ def report_document(view: PlanView, measured: Sequence[MeasuredSchedule] = ()) -
         "throughput": throughput,
         "arena": arena,
     }
+    if view.splits:  # only plans with splits carry the key: other documents stay as they were
+        doc["tensor_parallel"] = _tensor_parallel(view)
+    return doc
+
+
+def _tensor_parallel(view: PlanView) -> dict[str, Any]:
+    """Splits (with their shards' partitions and units, predictions) and collectives."""
+    unit = {p.id: p.unit_name for p in view.partitions}
+    splits = []
+    for s in view.splits:
+        pr = s.get("predicted") or {}
+        splits.append(
+            {
+                "id": s["id"],
+                "layer": "+".join(dict.fromkeys(s["op_names"])),
+                "ops": list(s["ops"]),
+                "mode": s["mode"],
+                "sizes": list(s["sizes"]),
+                "reason": s["reason"],
+                "exact": s["exact"],
+                "shards": [
+                    {"partition": sh["partition"], "unit": unit.get(sh["partition"], "")}
+                    for sh in s["shards"]
+                ],
+                "collective": s["collective"],
+                "unsplit_s": _r(pr.get("unsplit_s")),
+                "split_s": _r(pr.get("split_s")),
+                "gain": _r(pr.get("gain")),
+            }
+        )
+    colls = [
+        {
+            "id": c["id"],
+            "kind": c["kind"],
+            "split": c["split"],
+            "tensor": c["tensor"],
+            "from": list(c["from"]),
+            "to": list(c["to"]),
+            "bytes": c["bytes"],
+            "links": list(c["links"]),
+            "cost_s": _r(c["cost_s"]),
+        }
+        for c in view.collectives
+    ]
+    return {"splits": splits, "collectives": colls, "summary": view.extra.get("tensor_parallel")}
 
 
 def _default_schedule(view: PlanView, units: Sequence[str]) -> dict[str, Any]:

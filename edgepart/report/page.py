@@ -71,6 +71,97 @@ def _script_json(doc: Any) -> str:
     )
 
 
+def _ms(v: Any) -> str:
+    return "-" if v is None else f"{float(v) * 1e3:.3f} ms"
+
+
+def _tensor_parallel_section(tp: dict[str, Any]) -> str:
+    """The tensor-parallel section (static HTML: splits, their shards, collectives)."""
+    e = html.escape
+    rows = []
+    for s in tp["splits"]:
+        shards = ", ".join(f"{sh['partition']} ({sh['unit']})" for sh in s["shards"])
+        gain = "-" if s["gain"] is None else f"{float(s['gain']) * 100:.1f} %"
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{e(str(v))}</td>"
+                for v in (
+                    s["id"],
+                    f"{s['layer']} op {','.join(map(str, s['ops']))}",
+                    s["mode"],
+                    s["sizes"],
+                    shards,
+                    s["collective"],
+                    s["reason"],
+                    _ms(s["unsplit_s"]),
+                    _ms(s["split_s"]),
+                    gain,
+                    "yes" if s["exact"] else "float tolerance",
+                )
+            )
+            + "</tr>"
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "split",
+            "layer",
+            "mode",
+            "shard sizes",
+            "shards (partition, unit)",
+            "collective",
+            "why",
+            "layer unsplit",
+            "layer split",
+            "gain",
+            "bit-identical",
+        )
+    )
+    crow = []
+    for c in tp["collectives"]:
+        frm = ", ".join("input" if x is None else x for x in c["from"])
+        crow.append(
+            "<tr>"
+            + "".join(
+                f"<td>{e(str(v))}</td>"
+                for v in (
+                    c["id"],
+                    c["kind"].replace("_", "-"),
+                    c["split"],
+                    c["tensor"],
+                    frm,
+                    ", ".join(c["to"]),
+                    c["bytes"],
+                    ", ".join(c["links"]) or "(one memory domain)",
+                    _ms(c["cost_s"]),
+                )
+            )
+            + "</tr>"
+        )
+    chead = "".join(
+        f"<th>{h}</th>"
+        for h in ("id", "kind", "split", "tensor", "from", "to", "bytes", "links", "cost")
+    )
+    summary = tp.get("summary") or {}
+    line = ""
+    if summary:
+        line = (
+            f"<p>Predicted latency without splits {e(_ms(summary.get('unsplit_latency_s')))}, "
+            f"with them {e(_ms(summary.get('latency_s')))}; taken because the gain passes "
+            f"{float(summary.get('threshold', 0)) * 100:.0f} % (or no unit holds a layer "
+            "whole).</p>"
+        )
+    return (
+        '<section id="tensor_parallel"><h2>Tensor parallelism</h2>'
+        '<p class="muted">Layers split across units: each shard a partition, joined by an '
+        "all-gather (CONCATENATION) or all-reduce (ADD); the collectives move the data.</p>"
+        f"{line}<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<table><thead><tr>{chead}</tr></thead><tbody>{''.join(crow)}</tbody></table>"
+        "</section>"
+    )
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """The report page for a :func:`~edgepart.report.collect.report_document`."""
     meta = doc["meta"]
@@ -82,6 +173,9 @@ def render_html(doc: dict[str, Any]) -> str:
         + "</section>"
         for sid, name, blurb in _SECTIONS
     )
+    if "tensor_parallel" in doc:  # plans with splits only: other pages are unchanged
+        nav += '<a href="#tensor_parallel">Tensor parallelism</a>'
+        sections += _tensor_parallel_section(doc["tensor_parallel"])
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

@@ -30,6 +30,7 @@ from edgepart.errors import UsageError
 from edgepart.fileio import sha256_regular
 from edgepart.ir.graph import Model
 from edgepart.ir.shapes import apply_input_shapes
+from edgepart.ir.split import SplitSpec, split_model
 from edgepart.lowering.default_placement import DefaultPlacement, profile_default_baseline
 from edgepart.lowering.from_model import ModelProblem, model_costgraph
 from edgepart.placement.solve import SolveOptions
@@ -71,6 +72,8 @@ class PlanView:
     predicted: Mapping[str, Any]
     arena: Mapping[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    splits: tuple[Mapping[str, Any], ...] = ()  # plan.json's splits (version 2), as documents
+    collectives: tuple[Mapping[str, Any], ...] = ()
 
 
 def _cost_model(profile: Any, tables: Sequence[str], table_for: Mapping[str, str]) -> Any:
@@ -133,6 +136,12 @@ def view_of_bundle(
         )
     # the sizes the bundle was built for (a dynamic input's recorded shape)
     m = apply_input_shapes(read_model(mp), plan.input_shapes, subgraph=plan.subgraph, note=False)
+    if plan.splits:
+        m = _split_graph(m, plan, path)
+        notes.append(
+            f"tensor parallelism: {len(plan.splits)} layer(s) split; ops and tensors are those "
+            "of the split graph (the source with the plan's splits applied)"
+        )
     cm = _cost_model(prof, latency_tables, table_for or {})
     problem = model_costgraph(m, prof, cm, subgraph=plan.subgraph)
     default = profile_default_baseline(problem)
@@ -162,6 +171,8 @@ def view_of_bundle(
         predicted=dict(plan.predicted or {}),
         arena=arena,
         notes=notes,
+        splits=tuple(x.to_doc() for x in plan.splits),
+        collectives=tuple(x.to_doc() for x in plan.collectives),
     )
 
 
@@ -198,6 +209,9 @@ def view_of_model(
     )
     plan = compiled.placement
     problem, default, sol, placed = plan.problem, plan.default, plan.solution, plan.partitions
+    if plan.splits:
+        # TFLite's default per op of the graph shown (the split graph), for the op table
+        default = profile_default_baseline(problem)
     m = problem.model
     specs = plan.specs()
     extra = partitioner_keys(problem, sol, placed, default)
@@ -237,4 +251,20 @@ def view_of_model(
         predicted=predicted,
         arena=None if compiled.arena is None else compiled.arena.doc,
         notes=[f"planned now ({method}, {objective}); no bundle was written"],
+        splits=tuple(x.to_doc() for x in compiled.plan.splits),
+        collectives=tuple(x.to_doc() for x in compiled.plan.collectives),
     )
+
+
+def _split_graph(model: Model, plan: Any, path: Any) -> Model:
+    """The source model with the plan's splits applied: the graph its partitions place."""
+
+    specs = [SplitSpec(tuple(s.ops), s.mode, tuple(s.sizes)) for s in plan.splits]
+    res = split_model(model, specs, plan.subgraph)
+    got = res.model.subgraphs[plan.subgraph].num_ops
+    if got != plan.num_ops:
+        raise UsageError(
+            f"{path}: the plan's splits applied to the source model give {got} ops, the plan "
+            f"places {plan.num_ops}; the bundle was made by another edgepart version"
+        )
+    return res.model

@@ -26,6 +26,7 @@ from edgepart.fileio import atomic_write
 from edgepart.runtime.executors import ExecutorChoice
 from edgepart.runtime.interpreter import PartitionedInterpreter
 from edgepart.runtime.latency import run_once
+from edgepart.runtime.shards import ShardGroup, shard_overlap
 from edgepart.runtime.verification import (
     BenchReport,
     OutputDiff,
@@ -61,6 +62,14 @@ class BundleRun:
     diffs: tuple[OutputDiff, ...] | None = None
     source: Path | None = None
     benchmark: BenchReport | None = None
+    splits: tuple[ShardGroup, ...] = ()
+
+    def shard_overlap(self, group: ShardGroup) -> float | None:
+        """Seconds all shards of a split ran at once in the benchmark's timeline (None if not
+        benchmarked)."""
+        if self.benchmark is None:
+            return None
+        return shard_overlap(group, self.benchmark.timeline)
 
     def max_abs_diff(self) -> float | None:
         """The largest absolute difference from the source model (None if not verified)."""
@@ -73,6 +82,10 @@ class BundleRun:
             "bundle": self.bundle,
             "partitions": [c.to_dict() for c in self.executors],
         }
+        if self.splits:
+            doc["splits"] = [
+                {**g.to_dict(), "measured_overlap_s": self.shard_overlap(g)} for g in self.splits
+            ]
         if self.diffs is not None:
             doc["verify"] = [d.__dict__ for d in self.diffs]
         if self.benchmark is not None:
@@ -214,6 +227,7 @@ def run_bundle(
             diffs=diffs,
             source=source,
             benchmark=bench,
+            splits=tuple(interp.splits),
         )
     finally:
         interp.close()

@@ -34,6 +34,7 @@ from edgepart.runtime.executors import (
 )
 from edgepart.runtime.loading import check_partition_io, resolve_bundle
 from edgepart.runtime.routing import plan_routes
+from edgepart.runtime.shards import ShardGroup, shard_groups
 from edgepart.runtime.signature_runner import PartitionedSignatureRunner
 from edgepart.runtime.stream import Pipeline
 from edgepart.tflite.reader import read_model_bytes
@@ -314,6 +315,12 @@ class PartitionedInterpreter:
     def parallel(self) -> bool:
         """True if ``invoke`` runs partitions of different units concurrently."""
         return self._parallel
+
+    @property
+    def splits(self) -> list[ShardGroup]:
+        """The plan's tensor-parallel splits: per layer, the partitions holding its shards and
+        whether ``invoke`` runs them at the same time (``docs/tensor_parallel.md``)."""
+        return shard_groups(self._plan, self._routes, self._parallel)
 
     def run_stream(
         self, inputs: Iterable[Sequence[Any] | Mapping[str, Any]], *, depth: int | None = None

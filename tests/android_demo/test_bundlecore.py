@@ -29,7 +29,10 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_bundlecore_jvm_suite() -> None:
-    env = {**os.environ, "PYTHON": sys.executable}
+    # the fixtures are made by this tree's edgepart, not whichever one is installed
+    repo = str(DEMO.parent)
+    path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": path}
     proc = subprocess.run(
         ["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=600
     )

@@ -37,6 +37,12 @@ class DemoRun(
             (plan.deviceProfile ?: "none"))
         val routes = Routes(plan)
         logRouting(plan, routes)
+        if (plan.splits.isNotEmpty()) {
+            // tensor parallelism (plan.json version 2): shards are ordinary partitions here
+            log(Report.splitLines(plan, routes).trimEnd())
+            log("this demo runs the partitions one at a time, in plan order; the plan's " +
+                "shards run concurrently in edgepart's runtime")
+        }
         val parts = ArrayList<LiteRtPartition>()
         try {
             for (p in plan.partitions) {

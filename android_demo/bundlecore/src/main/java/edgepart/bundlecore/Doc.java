@@ -210,6 +210,46 @@ final class Doc {
         return out;
     }
 
+    boolean bool(String key) {
+        Object v = need(key);
+        if (!(v instanceof Boolean)) {
+            throw typeError(key, v, "'boolean'");
+        }
+        return (Boolean) v;
+    }
+
+    /** A number (integer or float) at least {@code min}, or {@code null}. */
+    Double numberOrNull(String key, double min) {
+        Object v = need(key);
+        if (v == null) {
+            return null;
+        }
+        if (!(v instanceof Long || v instanceof Double)) {
+            throw typeError(key, v, "'number', 'null'");
+        }
+        double x = ((Number) v).doubleValue();
+        if (x < min) {
+            throw fail(at(key), Json.repr(v) + " is less than the minimum of "
+                    + (min == Math.rint(min) ? Long.toString((long) min) : Double.toString(min)));
+        }
+        return x;
+    }
+
+    /** Items each a string or {@code null}. */
+    List<String> stringsOrNulls(String key) {
+        List<Object> items = list(key);
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < items.size(); i++) {
+            Object v = items.get(i);
+            if (v != null && !(v instanceof String)) {
+                throw fail(at(key) + "[" + i + "]", shortRepr(v) + " is not of type 'string', "
+                        + "'null'");
+            }
+            out.add((String) v);
+        }
+        return out;
+    }
+
     /** The value must equal {@code want} (the schema's {@code const}). */
     void constant(String key, Object want) {
         Object v = need(key);
@@ -217,6 +257,11 @@ final class Doc {
                 : !want.equals(v)) {
             throw fail(at(key), Json.repr(want) + " was expected");
         }
+    }
+
+    /** An error about the whole file (no JSON path, no schema: a cross-check). */
+    BundleException error(String msg) {
+        return new BundleException(where + ": " + msg);
     }
 
     BundleException fail(String jsonPath, String msg) {

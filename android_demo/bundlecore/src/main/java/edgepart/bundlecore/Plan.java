@@ -8,9 +8,12 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * The typed content of {@code plan.json} (format {@code edgepart-bundle-plan}, version 1): the
- * partitions in dependency order, the model inputs and outputs and the partitioner's predictions.
- * See {@code docs/bundle.md} for every field.
+ * The typed content of {@code plan.json} (format {@code edgepart-bundle-plan}, versions 1 and 2):
+ * the partitions in dependency order, the model inputs and outputs and the partitioner's
+ * predictions. Version 2 adds tensor parallelism: {@link #splits} (layers cut into shards; the
+ * partitions then place the split graph, whose op count is {@link #numOps}) and
+ * {@link #collectives} (broadcast, send/recv, all-gather, all-reduce). The shards are ordinary
+ * partitions, so running a version-2 plan needs nothing new. See {@code docs/bundle.md}.
  */
 public final class Plan {
     public static final String FORMAT = "edgepart-bundle-plan";
@@ -20,6 +23,14 @@ public final class Plan {
             "uint16", "uint32", "uint64", "bool", "complex64", "complex128"));
     static final List<String> EXECUTOR_KINDS = Collections.unmodifiableList(
             Arrays.asList("xnnpack", "builtin", "reference", "delegate"));
+    static final List<String> SPLIT_MODES = Collections.unmodifiableList(Arrays.asList(
+            "output_channels", "columns", "batch", "rows", "mlp", "heads"));
+    static final List<String> SPLIT_REASONS = Collections.unmodifiableList(
+            Arrays.asList("latency", "memory", "forced"));
+    static final List<String> COLLECTIVE_KINDS = Collections.unmodifiableList(
+            Arrays.asList("broadcast", "send_recv", "all_gather", "all_reduce"));
+    /** The {@code plan.json} versions this reader takes. */
+    static final long[] VERSIONS = {1, 2};
     private static final Pattern ID = Pattern.compile("^[A-Za-z0-9_.-]{1,64}$");
     private static final Pattern FILE = Pattern.compile("^partitions/[A-Za-z0-9_.-]+\\.tflite$");
 
@@ -176,8 +187,138 @@ public final class Plan {
         }
     }
 
+    /** One shard of a split: its ops (split-graph indices), the tensor it hands to the
+     * collective and the partition running its layer op. */
+    public static final class Shard {
+        public final int[] ops;
+        public final int output;
+        public final String partition;
+
+        Shard(Doc d) {
+            d.require("ops", "output", "partition");
+            ops = d.ints("ops", 0);
+            if (ops.length < 1) {
+                throw d.fail(d.at("ops"), "[] should be non-empty");
+            }
+            output = (int) d.integer("output", 0);
+            partition = d.str("partition");
+            d.onlyKeys("ops", "output", "partition");
+        }
+    }
+
+    /** A layer (or Megatron block) split into shards (version 2). */
+    public static final class Split {
+        public final String id;
+        public final String mode;
+        /** Anchor ops in the source subgraph (the rewrite's arguments). */
+        public final int[] ops;
+        public final int[] sizes;
+        /** Source ops the split replaced. */
+        public final int[] sourceOps;
+        public final List<String> opNames;
+        public final List<Shard> shards;
+        /** Id of the split's all-gather or all-reduce. */
+        public final String collective;
+        public final int[] collectiveOps;
+        public final int output;
+        /** True when the split model computes bit-identical values. */
+        public final boolean exact;
+        public final String reason;
+        /** {@code unsplit_s}, {@code split_s}, {@code gain}, or {@code null}. */
+        public final Map<String, Object> predicted;
+
+        Split(Doc d) {
+            d.require("id", "mode", "ops", "sizes", "source_ops", "op_names", "shards",
+                    "collective", "collective_ops", "output", "exact", "reason", "predicted");
+            id = d.str("id", ID);
+            mode = d.oneOf("mode", SPLIT_MODES);
+            ops = d.ints("ops", 0);
+            sizes = d.ints("sizes", 1);
+            sourceOps = d.ints("source_ops", 0);
+            opNames = Collections.unmodifiableList(d.strings("op_names"));
+            List<Shard> sh = new ArrayList<>();
+            for (Doc x : d.objects("shards", 2)) {
+                sh.add(new Shard(x));
+            }
+            shards = Collections.unmodifiableList(sh);
+            collective = d.str("collective");
+            collectiveOps = d.ints("collective_ops", 0);
+            output = (int) d.integer("output", 0);
+            exact = d.bool("exact");
+            reason = d.oneOf("reason", SPLIT_REASONS);
+            Doc pred = d.objOrNull("predicted");
+            if (pred != null) {
+                pred.require("unsplit_s", "split_s", "gain");
+                pred.numberOrNull("unsplit_s", 0);
+                pred.numberOrNull("split_s", 0);
+                pred.numberOrNull("gain", Double.NEGATIVE_INFINITY);
+                pred.onlyKeys("unsplit_s", "split_s", "gain");
+            }
+            predicted = pred == null ? null : pred.map();
+            d.onlyKeys("id", "mode", "ops", "sizes", "source_ops", "op_names", "shards",
+                    "collective", "collective_ops", "output", "exact", "reason", "predicted");
+        }
+
+        /** Ops the split adds to the graph (its new ops minus the source ops it replaced). */
+        public int addedOps() {
+            int n = collectiveOps.length - sourceOps.length;
+            for (Shard s : shards) {
+                n += s.ops.length;
+            }
+            return n;
+        }
+
+        /** The predicted gain ({@code 1 - split / unsplit}) or {@code null}. */
+        public Double predictedGain() {
+            Object g = predicted == null ? null : predicted.get("gain");
+            return g instanceof Number ? ((Number) g).doubleValue() : null;
+        }
+    }
+
+    /** How data moves for a split (version 2): a broadcast, a send/recv, an all-gather or an
+     * all-reduce, with its bytes, the memory-domain links it crosses and its predicted cost. */
+    public static final class Collective {
+        public final String id;
+        public final String kind;
+        public final String split;
+        public final int tensor;
+        public final int[] ops;
+        /** Sending partition ({@code null}: a model input), or the shards' partitions. */
+        public final List<String> from;
+        /** Receiving partitions, or the partitions running the all-gather/all-reduce. */
+        public final List<String> to;
+        public final long bytes;
+        public final List<String> links;
+        public final Double costSeconds;
+
+        Collective(Doc d) {
+            d.require("id", "kind", "split", "tensor", "ops", "from", "to", "bytes", "links",
+                    "cost_s");
+            id = d.str("id", ID);
+            kind = d.oneOf("kind", COLLECTIVE_KINDS);
+            split = d.str("split");
+            tensor = (int) d.integer("tensor", 0);
+            ops = d.ints("ops", 0);
+            from = Collections.unmodifiableList(d.stringsOrNulls("from"));
+            to = Collections.unmodifiableList(d.strings("to"));
+            if (to.isEmpty()) {
+                throw d.fail(d.at("to"), "[] should be non-empty");
+            }
+            bytes = d.integer("bytes", 0);
+            links = Collections.unmodifiableList(d.strings("links"));
+            costSeconds = d.numberOrNull("cost_s", 0);
+            d.onlyKeys("id", "kind", "split", "tensor", "ops", "from", "to", "bytes", "links",
+                    "cost_s");
+        }
+    }
+
     public final String sourceName;
     public final int subgraph;
+    /** The plan's version: 1, or 2 with tensor-parallel splits. */
+    public final int version;
+    /** Ops of the source subgraph (before the splits). */
+    public final int sourceNumOps;
+    /** Ops the partitions cover: the source's plus what the splits add. */
     public final int numOps;
     public final String deviceProfile;
     public final String signatureKey;
@@ -186,14 +327,18 @@ public final class Plan {
     /** In dependency order: every partition comes after those it depends on. */
     public final List<Partition> partitions;
     public final Map<String, Object> predicted;
+    /** Version 2: the layers split into shards, in the order the rewrite applies them. */
+    public final List<Split> splits;
+    public final List<Collective> collectives;
 
     private Plan(Doc d) {
         d.require("format", "version", "source", "device_profile", "signature_key", "inputs",
                 "outputs", "partitions");
+        version = (int) d.integer("version", 1);
         Doc src = d.obj("source");
         sourceName = src.str("name");
         subgraph = (int) src.integer("subgraph", 0);
-        numOps = (int) src.integer("num_ops", 1);
+        sourceNumOps = (int) src.integer("num_ops", 1);
         src.onlyKeys("name", "subgraph", "num_ops");
         deviceProfile = d.strOrNull("device_profile");
         signatureKey = d.strOrNull("signature_key");
@@ -206,6 +351,27 @@ public final class Plan {
         partitions = Collections.unmodifiableList(parts);
         Doc pred = d.objOrNull("predicted");
         predicted = pred == null ? null : pred.map();
+        List<Split> sp = new ArrayList<>();
+        List<Collective> co = new ArrayList<>();
+        if (version == 2) { // the schema's if/then: a version-2 plan has both lists
+            d.require("splits", "collectives");
+            for (Doc x : d.objects("splits", 1)) {
+                sp.add(new Split(x));
+            }
+            for (Doc x : d.objects("collectives", 0)) {
+                co.add(new Collective(x));
+            }
+        } else if (d.has("splits") || d.has("collectives")) {
+            throw d.error("a version-1 plan has no 'splits' or 'collectives'; a plan with "
+                    + "tensor-parallel splits is version 2");
+        }
+        splits = Collections.unmodifiableList(sp);
+        collectives = Collections.unmodifiableList(co);
+        int n = sourceNumOps;
+        for (Split x : splits) {
+            n += x.addedOps();
+        }
+        numOps = n;
     }
 
     private static List<TensorRef> modelTensors(Doc d, String key, int minItems) {
@@ -218,7 +384,7 @@ public final class Plan {
 
     /** Parse and check a plan document: format and version, schema, then cross-references. */
     public static Plan fromJson(Object json, String where) {
-        checkFormat(json, FORMAT, where);
+        checkFormat(json, FORMAT, where, VERSIONS);
         Plan plan = new Plan(Doc.root(json, where, SCHEMA));
         PlanChecks.check(plan, where);
         return plan;
@@ -250,8 +416,14 @@ public final class Plan {
         return v instanceof Number ? ((Number) v).doubleValue() : null;
     }
 
-    /** Refuse another format or an unknown version, as edgepart's loader does. */
+    /** Refuse another format or a version other than the bundle version (1), as edgepart's
+     * loader does. */
     static void checkFormat(Object json, String format, String where) {
+        checkFormat(json, format, where, new long[] {Bundle.VERSION});
+    }
+
+    /** Refuse another format or a version outside {@code versions}. */
+    static void checkFormat(Object json, String format, String where, long[] versions) {
         Doc d = Doc.root(json, where, "");
         Object fmt = d.raw("format");
         if (!format.equals(fmt)) {
@@ -259,10 +431,36 @@ public final class Plan {
                     + Json.repr(format));
         }
         Object version = d.raw("version");
-        if (!(version instanceof Long && (Long) version == Bundle.VERSION)) {
+        boolean known = false;
+        StringBuilder names = new StringBuilder();
+        for (int i = 0; i < versions.length; i++) {
+            known |= version instanceof Long && (Long) version == versions[i];
+            names.append(i == 0 ? "" : " and ").append(versions[i]);
+        }
+        if (!known) {
             throw new BundleException(where + ": " + format + " version " + Json.repr(version)
-                    + " is not supported (this edgepart reads version " + Bundle.VERSION
+                    + " is not supported (this edgepart reads version " + names
                     + "); re-create the bundle with this edgepart or upgrade it");
         }
+    }
+
+    /** The split with this id, or {@code null}. */
+    public Split split(String id) {
+        for (Split s : splits) {
+            if (s.id.equals(id)) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    /** The collective with this id, or {@code null}. */
+    public Collective collective(String id) {
+        for (Collective c : collectives) {
+            if (c.id.equals(id)) {
+                return c;
+            }
+        }
+        return null;
     }
 }

@@ -13,7 +13,9 @@ import java.util.Set;
  * the same messages, as edgepart's {@code edgepart/bundle/_checks.py::check_plan}): unique ids
  * and files; ops in range, ascending, each placed once; every input a model input or an output of
  * an earlier partition; {@code depends_on} equal to the producers; nothing written twice;
- * producer and consumer agree on dtype and shape; every model output written.
+ * producer and consumer agree on dtype and shape; every model output written; and for a
+ * version-2 plan, {@code edgepart/bundle/tensor_parallel.py::check_tensor_parallel}'s checks of
+ * the splits and collectives.
  */
 final class PlanChecks {
     private PlanChecks() {}
@@ -89,6 +91,152 @@ final class PlanChecks {
             if (!made.containsKey(mt.tensor) && !modelIn.containsKey(mt.tensor)) {
                 throw new BundleException(where + ": model output " + Json.repr(mt.name)
                         + " (tensor " + mt.tensor + ") is written by no partition");
+            }
+        }
+        checkTensorParallel(plan, where);
+    }
+
+    /** Splits and collectives: the same checks, order and messages as Python's. */
+    static void checkTensorParallel(Plan plan, String where) {
+        if (plan.splits.isEmpty() && plan.collectives.isEmpty()) {
+            return;
+        }
+        String here = where + ": splits";
+        Map<Integer, String> owner = new HashMap<>();
+        Set<String> pids = new HashSet<>();
+        Map<Integer, String> made = new HashMap<>();
+        Set<String> read = new HashSet<>();
+        for (Plan.Partition p : plan.partitions) {
+            pids.add(p.id);
+            for (int op : p.ops) {
+                owner.put(op, p.id);
+            }
+            for (Plan.TensorRef t : p.outputs) {
+                made.put(t.tensor, p.id);
+            }
+            for (Plan.TensorRef t : p.inputs) {
+                read.add(t.tensor + "@" + p.id);
+            }
+        }
+        Set<Integer> inputs = new HashSet<>();
+        for (Plan.TensorRef t : plan.inputs) {
+            inputs.add(t.tensor);
+        }
+        Set<String> splitIds = new HashSet<>();
+        for (Plan.Split s : plan.splits) {
+            if (!splitIds.add(s.id)) {
+                throw new BundleException(here + ": two splits share an id");
+            }
+        }
+        Set<String> collIds = new HashSet<>();
+        for (Plan.Collective c : plan.collectives) {
+            if (!collIds.add(c.id)) {
+                throw new BundleException(where + ": collectives: two collectives share an id");
+            }
+        }
+        Set<Integer> seenSrc = new HashSet<>();
+        for (Plan.Split s : plan.splits) {
+            String at = here + ": " + s.id;
+            if (s.sizes.length != s.shards.size() || s.shards.size() < 2) {
+                throw new BundleException(at + ": " + s.shards.size() + " shards for "
+                        + s.sizes.length + " sizes");
+            }
+            Set<Integer> src = new HashSet<>();
+            for (int op : s.sourceOps) {
+                src.add(op);
+                if (seenSrc.contains(op)) {
+                    throw new BundleException(at + ": replaces an op another split replaced");
+                }
+            }
+            seenSrc.addAll(src);
+            for (int op : s.ops) {
+                if (!src.contains(op)) {
+                    throw new BundleException(at
+                            + ": its anchor ops are not among the ops it replaced");
+                }
+            }
+            for (Plan.Shard sh : s.shards) {
+                for (int op : sh.ops) {
+                    if (!owner.containsKey(op)) {
+                        throw new BundleException(at + ": shard op " + op
+                                + " is in no partition");
+                    }
+                }
+                int last = sh.ops[sh.ops.length - 1];
+                if (!owner.get(last).equals(sh.partition)) {
+                    throw new BundleException(at + ": shard op " + last + " runs in partition "
+                            + Json.repr(owner.get(last)) + ", not " + Json.repr(sh.partition));
+                }
+            }
+            for (int op : s.collectiveOps) {
+                if (!owner.containsKey(op)) {
+                    throw new BundleException(at + ": collective op " + op
+                            + " is in no partition");
+                }
+            }
+            Plan.Collective c = plan.collective(s.collective);
+            if (c == null || !c.split.equals(s.id)
+                    || !(c.kind.equals("all_gather") || c.kind.equals("all_reduce"))) {
+                throw new BundleException(at + ": collective " + Json.repr(s.collective)
+                        + " is not an all-gather or all-reduce of it");
+            }
+            if (c.tensor != s.output || !java.util.Arrays.equals(c.ops, s.collectiveOps)) {
+                throw new BundleException(at + ": collective " + Json.repr(c.id)
+                        + " does not write the split's output");
+            }
+        }
+        for (Plan.Collective c : plan.collectives) {
+            String at = where + ": collectives: " + c.id;
+            if (!splitIds.contains(c.split)) {
+                throw new BundleException(at + ": names split " + Json.repr(c.split)
+                        + ", which the plan does not have");
+            }
+            List<String> named = new ArrayList<>(c.to);
+            for (String p : c.from) {
+                if (p != null) {
+                    named.add(p);
+                }
+            }
+            for (String p : named) {
+                if (!pids.contains(p)) {
+                    throw new BundleException(at + ": names partition " + Json.repr(p)
+                            + ", which the plan does not have");
+                }
+            }
+            if (c.kind.equals("broadcast") || c.kind.equals("send_recv")) {
+                if (c.from.size() != 1) {
+                    throw new BundleException(at + ": a " + c.kind
+                            + " needs exactly one sender");
+                }
+                String sender = c.from.get(0);
+                if (sender == null && !inputs.contains(c.tensor)) {
+                    throw new BundleException(at + ": tensor " + c.tensor
+                            + " is not a model input");
+                }
+                if (sender != null && !sender.equals(made.get(c.tensor))) {
+                    throw new BundleException(at + ": tensor " + c.tensor
+                            + " is not written by " + Json.repr(sender));
+                }
+                for (String p : c.to) {
+                    if (!read.contains(c.tensor + "@" + p)) {
+                        throw new BundleException(at + ": partition " + Json.repr(p)
+                                + " does not read tensor " + c.tensor);
+                    }
+                }
+                if (c.kind.equals("send_recv") && c.to.size() != 1) {
+                    throw new BundleException(at
+                            + ": a send_recv needs exactly one destination");
+                }
+            } else {
+                if (c.ops.length == 0) {
+                    throw new BundleException(at + ": an " + c.kind + " needs its ops");
+                }
+                for (int op : c.ops) {
+                    if (!c.to.contains(owner.get(op))) {
+                        throw new BundleException(at + ": its op " + op
+                                + " is not in its partitions " + Json.repr(c.to));
+                    }
+                }
             }
         }
     }

@@ -35,4 +35,26 @@ public final class Report {
                 plan.deviceProfile == null ? "no device profile" : plan.deviceProfile));
         return sb.toString();
     }
+
+    /** One line per split of a version-2 plan: the layer, where its shards run and whether at
+     * the same time, its collective and predicted gain (empty for a plan without splits). */
+    public static String splitLines(Plan plan, Routes routes) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < routes.shardGroups.size(); i++) {
+            Routes.ShardGroup g = routes.shardGroups.get(i);
+            Plan.Split s = plan.splits.get(i);
+            StringBuilder shards = new StringBuilder();
+            for (int k = 0; k < g.partitions.size(); k++) {
+                shards.append(k == 0 ? "" : ", ").append(g.partitions.get(k)).append(" (")
+                        .append(g.units.get(k)).append(')');
+            }
+            Double gain = s.predictedGain();
+            sb.append(String.format(Locale.ROOT, "split %s %s by %s: shards %s %s; %s%s%n",
+                    g.split, g.layer, g.mode, shards,
+                    g.concurrent ? "run concurrently" : "run one after another", g.collective,
+                    gain == null ? "" : String.format(Locale.ROOT, "; predicted gain %.1f %%",
+                            gain * 100)));
+        }
+        return sb.toString();
+    }
 }

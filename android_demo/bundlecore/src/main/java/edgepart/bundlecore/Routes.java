@@ -42,6 +42,33 @@ public final class Routes {
         }
     }
 
+    /** One split's shards at run time (the Python runtime's {@code edgepart/runtime/shards.py}).
+     */
+    public static final class ShardGroup {
+        public final String split;
+        /** {@code CONV_2D op 12}: the layer (or block) and its source op(s). */
+        public final String layer;
+        public final String mode;
+        /** The shards' partitions (one per shard; a partition may hold several shards). */
+        public final List<String> partitions;
+        public final List<String> units;
+        /** The shards run at the same time: distinct units, no dependency between them. */
+        public final boolean concurrent;
+        /** {@code all-gather in p3}: the collective and where it runs. */
+        public final String collective;
+
+        ShardGroup(String split, String layer, String mode, List<String> partitions,
+                List<String> units, boolean concurrent, String collective) {
+            this.split = split;
+            this.layer = layer;
+            this.mode = mode;
+            this.partitions = Collections.unmodifiableList(partitions);
+            this.units = Collections.unmodifiableList(units);
+            this.concurrent = concurrent;
+            this.collective = collective;
+        }
+    }
+
     /** {@code processor:unit} of each partition. */
     public final List<String> units;
     /** Positions each partition reads from (ascending). */
@@ -62,6 +89,8 @@ public final class Routes {
     public final boolean parallel;
     /** Per partition, its inputs by signature name in plan (ascending tensor) order. */
     public final List<List<Route>> byName;
+    /** Per split of a version-2 plan, its shards' partitions and whether they run at once. */
+    public final List<ShardGroup> shardGroups;
     private final Map<Integer, Integer> producer;
     private final Map<Integer, List<Integer>> consumers;
 
@@ -182,6 +211,47 @@ public final class Routes {
             }
         }
         parallel = par;
+        shardGroups = Collections.unmodifiableList(shardGroups(plan));
+    }
+
+    private List<ShardGroup> shardGroups(Plan plan) {
+        List<ShardGroup> out = new ArrayList<>();
+        for (Plan.Split s : plan.splits) {
+            List<String> parts = new ArrayList<>();
+            for (Plan.Shard sh : s.shards) {
+                if (!parts.contains(sh.partition)) {
+                    parts.add(sh.partition);
+                }
+            }
+            List<String> us = new ArrayList<>();
+            List<Integer> ks = new ArrayList<>();
+            for (String id : parts) {
+                int k = plan.position(id);
+                ks.add(k);
+                us.add(units.get(k));
+            }
+            boolean together = parallel && new TreeSet<>(us).size() == us.size()
+                    && parts.size() > 1;
+            for (int i = 0; i < ks.size() && together; i++) {
+                for (int j = i + 1; j < ks.size() && together; j++) {
+                    together = concurrent(ks.get(i), ks.get(j));
+                }
+            }
+            List<String> names = new ArrayList<>();
+            for (String n : s.opNames) {
+                if (!names.contains(n)) {
+                    names.add(n);
+                }
+            }
+            StringBuilder ops = new StringBuilder();
+            for (int op : s.ops) {
+                ops.append(ops.length() == 0 ? "" : ",").append(op);
+            }
+            Plan.Collective c = plan.collective(s.collective);
+            out.add(new ShardGroup(s.id, String.join("+", names) + " op " + ops, s.mode, parts,
+                    us, together, c.kind.replace('_', '-') + " in " + c.to.get(0)));
+        }
+        return out;
     }
 
     private static String outputName(Plan.Partition p, int tensor) {
@@ -268,6 +338,19 @@ public final class Routes {
             bn.add(r);
         }
         m.put("by_name", bn);
+        List<Object> sg = new ArrayList<>();
+        for (ShardGroup g : shardGroups) {
+            Map<String, Object> e = new TreeMap<>();
+            e.put("split", g.split);
+            e.put("layer", g.layer);
+            e.put("mode", g.mode);
+            e.put("partitions", new ArrayList<Object>(g.partitions));
+            e.put("units", new ArrayList<Object>(g.units));
+            e.put("concurrent", g.concurrent);
+            e.put("collective", g.collective);
+            sg.add(e);
+        }
+        m.put("splits", sg);
         return m;
     }
 

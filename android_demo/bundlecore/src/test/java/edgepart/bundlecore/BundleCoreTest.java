@@ -272,6 +272,42 @@ public final class BundleCoreTest {
             }
         });
         replayTests(fx, name, b, routes, exp);
+        if (name.equals("split_convs")) {
+            test(name + ": a version-2 plan with its splits and collectives", () -> {
+                eq(2, b.plan.version, "version");
+                eq(2, b.plan.splits.size(), "splits");
+                int added = 0;
+                for (Plan.Split s : b.plan.splits) {
+                    added += s.addedOps();
+                    eq("output_channels", s.mode, s.id + " mode");
+                    check(s.exact, s.id + " not exact");
+                    eq(2, s.shards.size(), s.id + " shards");
+                    Plan.Collective c = b.plan.collective(s.collective);
+                    eq("all_gather", c.kind, s.id + " collective");
+                    check(s.predictedGain() != null && s.predictedGain() >= 0.1,
+                            s.id + " predicted gain below the threshold");
+                }
+                eq(b.plan.sourceNumOps + added, b.plan.numOps, "ops after the splits");
+                eq(2, b.plan.sourceNumOps, "source ops");
+                Set<String> kinds = new HashSet<>();
+                for (Plan.Collective c : b.plan.collectives) {
+                    kinds.add(c.kind);
+                    check(c.links.isEmpty(), "one memory domain, no links: " + c.links);
+                }
+                eq(new HashSet<>(Arrays.asList("broadcast", "send_recv", "all_gather")), kinds,
+                        "collective kinds");
+            });
+            test(name + ": the shards of each split run concurrently", () -> {
+                eq(2, routes.shardGroups.size(), "groups");
+                for (Routes.ShardGroup g : routes.shardGroups) {
+                    check(g.concurrent, g.split + " shards not concurrent");
+                    eq(Arrays.asList("cpu:0", "cpu:1"), g.units, g.split + " units");
+                }
+                String t = Report.splitLines(b.plan, routes);
+                check(t.contains("run concurrently; all-gather in p"), "split line:\n" + t);
+                check(t.contains("predicted gain "), "no predicted gain:\n" + t);
+            });
+        }
         if (name.equals("mnv2_pixel8")) {
             test(name + ": delegates chosen from the plan", () -> {
                 List<String> got = new ArrayList<>();
