@@ -361,6 +361,13 @@ def test_default_corpus_covers_the_issue():
         "big_graph_4k",
         "big_weights_400mb",
         "ops_300",
+        # the tensor-parallel table's real-size models (docs/tensor_parallel.md)
+        "efficientnet_b0",
+        "vit_s16",
+        "mobilenet_v2_224_int8",
+        "resnet50_int8",
+        "efficientnet_b0_int8",
+        "vit_s16_int8",
     }
 
 
