@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from edgepart.cost.signature import OpSig
-from edgepart.cost.table import INTERPOLATED, MEASURED, ROOFLINE, ProcessorTable
+from edgepart.cost.table import INTERPOLATED, MEASURED, PREDICTED, ROOFLINE, ProcessorTable
 from edgepart.cost.work import OpWork
 from edgepart.ir.graph import Subgraph
 
 __all__ = ["SOURCES", "SRC", "apply_context", "fill_from_table", "table_groups"]
 
-SOURCES = (MEASURED, INTERPOLATED, ROOFLINE)
+SOURCES = (MEASURED, INTERPOLATED, PREDICTED, ROOFLINE)
 SRC = {s: i for i, s in enumerate(SOURCES)}
 
 

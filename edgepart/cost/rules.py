@@ -120,15 +120,25 @@ class Ctx:
     # ---------------------------------------------------------------- derived masks
     @cached_property
     def folded(self) -> np.ndarray:
-        """Ops LiteRT evaluates once at preparation: DEQUANTIZE/DENSIFY of a constant."""
+        """Ops LiteRT evaluates once at preparation: DEQUANTIZE/DENSIFY of a constant, or of
+        the output of such an op (sparse fp16 weights: DENSIFY, then DEQUANTIZE)."""
         codes = self.sg.op_builtin
         cand = np.isin(codes, [opnames.builtin_code(c) for c in _CONST_FOLDED])
         ops = np.flatnonzero(cand)
         res = np.zeros(self.sg.num_ops, dtype=bool)
-        if len(ops):
-            t = self.inp(ops, 0)
-            res[ops] = (t >= 0) & self.sg.tensor_is_constant[np.maximum(t, 0)]
-        return res
+        if not len(ops):
+            return res
+        t = self.inp(ops, 0)
+        ok = t >= 0
+        const = self.sg.tensor_is_constant.copy()
+        res[ops] = ok & const[np.maximum(t, 0)]
+        while True:  # chains of folded ops: their outputs are constants too
+            out = self.out(ops[res[ops]], 0)
+            const[out[out >= 0]] = True
+            new = ok & const[np.maximum(t, 0)] & ~res[ops]
+            if not new.any():
+                return res
+            res[ops[new]] = True
 
     @cached_property
     def weight_like(self) -> np.ndarray:

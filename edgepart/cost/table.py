@@ -49,6 +49,7 @@ FORMAT = "edgepart-latency-table"
 VERSION = 1
 
 MEASURED, INTERPOLATED, ROOFLINE = "measured", "interpolated", "roofline"
+PREDICTED = "predicted"
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,15 @@ class Entry:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A latency answer and where it came from (``measured``/``interpolated``/``roofline``)."""
+    """A latency answer and where it came from (``measured``/``interpolated``/``predicted``/
+    ``roofline``); predictions carry the band the measured value is expected in (10th to
+    90th percentile of the predictor's cross-validated errors), else ``None``."""
 
     seconds: float
     source: str
     detail: str = ""
+    low_s: float | None = None
+    high_s: float | None = None
 
 
 @dataclass
