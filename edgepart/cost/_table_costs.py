@@ -71,6 +71,19 @@ def table_groups(
     fused_keys = {k for k, e in pt.entries.items() if e.extra.get("role") == "fused"}
     if fused_keys:
         cands.extend(_fused_chains(sg, pt.executor, sigs, fused_keys, fusion.candidate_pairs))
+    # segments (edgepart.profiling.segments) name their ops; they apply where those ops have
+    # the recorded signatures (the model they were measured on), after the groups inside them
+    for key, seg in sorted(pt.entries.items()):
+        if seg.extra.get("role") != "segment":
+            continue
+        members = seg.extra.get("op_indices")
+        if not isinstance(members, list) or not members:
+            continue
+        ops = tuple(int(i) for i in members)
+        if max(ops) >= sg.num_ops or min(ops) < 0:
+            continue
+        if group_signature(sg, list(ops), [sigs[i] for i in ops]).key == key:
+            cands.append((tuple(sorted(ops)), key))
     for ops, key in cands:
         e = pt.entries.get(key)
         if e is None:

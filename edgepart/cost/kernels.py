@@ -45,8 +45,9 @@ invocation. Recurrent ops (``LSTM`` ...) are costed as a fully connected kernel 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -270,6 +271,7 @@ def decompose(
     delegated: Sequence[str | None] | None = None,
     partitions: dict[str, int] | None = None,
     ctx_bytes: float | None = None,
+    context: Mapping[str, Any] | None = None,
     _stack: frozenset[int] = frozenset(),
 ) -> Kernels:
     """The kernels of ``model.subgraphs[subgraph]`` on ``executor`` (see the module docstring).
@@ -294,6 +296,9 @@ def decompose(
         Delegate partitions per delegate, with ``delegated``.
     ctx_bytes
         The footprint feature to use (default: this subgraph's weights plus activations).
+    context
+        Delegate context for claiming (``android_api_level`` ...; a device profile's
+        ``context``).
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {list(EXECUTORS)}")
@@ -305,7 +310,7 @@ def decompose(
     if sigs is None:
         sigs = op_signatures(sg)
     if delegated is None:
-        delegated, partitions = _claimed(model, sg, subgraph, executor)
+        delegated, partitions = _claimed(model, sg, subgraph, executor, context)
     partitions = dict(partitions or {})
     names = [sg.op_name(i) for i in range(n)]
     if ctx_bytes is None:
@@ -405,14 +410,18 @@ def footprint(sg: Subgraph, work: OpWork) -> float:
 
 
 def _claimed(
-    model: Model, sg: Subgraph, subgraph: int, executor: str
+    model: Model,
+    sg: Subgraph,
+    subgraph: int,
+    executor: str,
+    context: Mapping[str, Any] | None = None,
 ) -> tuple[list[str | None], dict[str, int]]:
     if executor == "builtin":
         return [None] * sg.num_ops, {}
     from edgepart.claim.delegation import claim
 
     delegates = () if executor == "xnnpack" else (executor,)
-    res = claim(model, delegates, subgraph=subgraph)
+    res = claim(model, delegates, subgraph=subgraph, context=context)
     parts: dict[str, int] = {}
     for p in res.partitions():
         parts[p.delegate] = parts.get(p.delegate, 0) + 1

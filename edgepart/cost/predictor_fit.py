@@ -188,7 +188,7 @@ def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:
     return a, cols
 
 
-def fit_linear(d: ChainData, *, ridge: float = 1e-4, huber: float = 0.15) -> np.ndarray:
+def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.ndarray:
     """Per type basis coefficients ``[types, len(BASIS)]`` (non-negative; module docstring)."""
     from scipy.optimize import nnls
 

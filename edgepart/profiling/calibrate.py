@@ -46,9 +46,11 @@ __all__ = [
     "ChainRecord",
     "MeasureConfig",
     "Measurements",
+    "Sampler",
     "config_name",
     "load_measurements",
     "measure",
+    "prepare_sampler",
 ]
 
 MEASUREMENTS_FORMAT = "edgepart-calibration-measurements"
@@ -265,7 +267,7 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
 # ---------------------------------------------------------------------------- timing
 
 
-class _Sampler:
+class Sampler:
     """One prepared interpreter: warm-up, batch size, samples (see the module docstring).
 
     Every sample records wall time and the calling thread's CPU time. With one thread the
@@ -319,12 +321,12 @@ class _Sampler:
         return stats_from_samples(xs, 2, self.batch)
 
 
-def _prepare(content: bytes, executor: str, threads: int, sample_s: float) -> _Sampler:
+def prepare_sampler(content: bytes, executor: str, threads: int, sample_s: float) -> Sampler:
     from edgepart.profiling.timing import fill_inputs, make_interpreter
 
     it = make_interpreter(content, executor, threads)
     fill_inputs(it, 0)
-    return _Sampler(it, sample_s, cpu_clock=threads == 1)
+    return Sampler(it, sample_s, cpu_clock=threads == 1)
 
 
 def canary_model() -> bytes:
@@ -398,11 +400,11 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
     from edgepart.cost.stats import fit_intercept
     from edgepart.profiling.timing import NODE_CHAIN, delegate_nodes, overhead_model
 
-    empty = _prepare(overhead_model(), executor, threads, 1e-3)
-    chains: list[_Sampler] = []
+    empty = prepare_sampler(overhead_model(), executor, threads, 1e-3)
+    chains: list[Sampler] = []
     if executor != "builtin":
         for k in NODE_CHAIN:
-            s = _prepare(overhead_model(True, k), executor, threads, 1e-3)
+            s = prepare_sampler(overhead_model(True, k), executor, threads, 1e-3)
             if delegate_nodes(s.it) != 1:
                 chains = []
                 break
@@ -504,7 +506,7 @@ def measure(
         meas.fixed[config_name(ex, th)] = _fixed_costs(ex, th)
     canary_bytes = canary_model()
     ex0, th0 = cfg.configs[0]
-    canary = _prepare(canary_bytes, ex0, th0, cfg.sample_s)
+    canary = prepare_sampler(canary_bytes, ex0, th0, cfg.sample_s)
     meas.host["clocks"] = {
         config_name(ex, th): ("thread cpu time" if th == 1 else "wall") for ex, th in cfg.configs
     }
@@ -523,7 +525,7 @@ def measure(
             weights = weights_for(meas)
         specs = draw_specs(rng, cfg.batch, weights=weights)
         batch_load = load_now()
-        prepared: list[tuple[ChainSpec, Any, dict[str, _Sampler], dict[str, Any]]] = []
+        prepared: list[tuple[ChainSpec, Any, dict[str, Sampler], dict[str, Any]]] = []
         for spec in specs:
             try:
                 model = build_chain(spec)
@@ -531,11 +533,11 @@ def measure(
             except (EdgepartError, ValueError, KeyError) as err:  # pragma: no cover - sampler bug
                 meas.batches.append({"batch": b, "error": f"build {spec.seed}: {err}"})
                 continue
-            samplers: dict[str, _Sampler] = {}
+            samplers: dict[str, Sampler] = {}
             info: dict[str, Any] = {}
             for ex, th in cfg.configs:
                 try:
-                    samplers[config_name(ex, th)] = _prepare(content, ex, th, cfg.sample_s)
+                    samplers[config_name(ex, th)] = prepare_sampler(content, ex, th, cfg.sample_s)
                 except (EdgepartError, RuntimeError, ValueError) as err:
                     info[config_name(ex, th)] = str(err)[:200]
             prepared.append((spec, model, samplers, info))

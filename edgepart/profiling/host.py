@@ -41,6 +41,7 @@ from edgepart.cost.units import Unit, UnitResult, timing_units
 from edgepart.errors import EdgepartError
 from edgepart.ir.graph import Model
 from edgepart.profiling._session import Session, activation_names, host_description, stat_value
+from edgepart.profiling.segments import MIN_UNITS, Segment, plan_segments
 from edgepart.profiling.timing import (
     TimingConfig,
     delegate_node_stats,
@@ -73,6 +74,9 @@ class ProfileConfig:
     # on, so that ``fusion=False`` (the CLI's --no-fusion) still gives single units only
     context: bool | None = None
     whole_model: bool = True
+    # time contiguous segments of the model too (edgepart.profiling.segments): in-context sums
+    # that the ops' standalone values are scaled to; None: when the model has enough units
+    segments: bool | None = None
 
     @property
     def with_context(self) -> bool:
@@ -173,7 +177,14 @@ def profile_model(
         pairs = context_mod.context_units(units, context_mod.predecessors(sg, s.work.folded))
         for _, _, pair in pairs:
             s.prepare(pair)
+    segs: list[Segment] = []
+    if cfg.segments or (cfg.segments is None and len(units) >= MIN_UNITS):
+        segs = plan_segments(model, units, s.work)
+        for seg in segs:
+            seg.timer = s.prepare_ops(seg.ops, seg.helpers)
+        segs = [seg for seg in segs if seg.timer is not None]
     op_timers = [ovh_timer, *chain_timers, *s.timers.values()]
+    op_timers = [t for t in op_timers if all(t is not seg.timer for seg in segs)]
     all_rounds = max((t.repeats for t in op_timers), default=1)
     done_rounds = 0
 
@@ -184,21 +195,24 @@ def profile_model(
             frac = min(done_rounds / max(all_rounds, 1), 1.0)
             progress(len(units) + int(frac * len(units)), total, "timing")
 
-    if whole is None:
+    blocks = [b for b in ([whole] if whole is not None else []) + [g.timer for g in segs] if b]
+    if not blocks:
         run_rounds(op_timers, on_round)
     else:
         # the whole model runs in blocks of its own between stretches of op rounds, each block
         # after one untimed invocation: interleaved sample by sample with the op models, their
         # copies of the weights would evict the whole model's from cache, which a model running
         # on its own does not suffer; blocks spread it over the run like the ops
-        n_samples = max(whole.repeats, _WHOLE_MIN_SAMPLES)
-        per_block = -(-n_samples // _WHOLE_BLOCKS)
+        # (segments likewise: each is a model of its own, timed in blocks between op rounds)
+        per_block = {id(b): -(-max(b.repeats, _WHOLE_MIN_SAMPLES) // _WHOLE_BLOCKS) for b in blocks}
         rounds = max((t.repeats for t in op_timers), default=0)
         stretch = -(-rounds // (_WHOLE_BLOCKS - 1))
-        whole.block(per_block)
+        for b in blocks:
+            b.block(per_block[id(b)])
         for _ in range(_WHOLE_BLOCKS - 1):
             run_rounds(op_timers, on_round, max_rounds=stretch)
-            whole.block(per_block)
+            for b in blocks:
+                b.block(per_block[id(b)])
         run_rounds(op_timers, on_round)
     if progress:
         progress(2 * len(units), total, "fusion" if cfg.fusion else "timed")
@@ -225,6 +239,9 @@ def profile_model(
         if old is not None and old.extra.get("role") == "fused":
             continue
         s.record(pair, s.timers[key].stats(), context_mod.ROLE)
+    for seg in segs:
+        assert seg.timer is not None
+        s.record_segment(seg.ops, seg.timer)
     predicted = _predict(model, pt)
     model_stats = whole.stats() if whole else None
     if model_stats is not None:
@@ -235,6 +252,7 @@ def profile_model(
                 "stats": model_stats.to_json(),
                 "delegate_nodes": whole.delegate_nodes if whole else 0,
                 "predicted_s": predicted,
+                "segments": len(segs),
             }
         )
     if progress:
@@ -272,9 +290,12 @@ def _source(cfg: ProfileConfig) -> str:
         litert = version("ai-edge-litert")
     except Exception:
         litert = "unknown"
+    from edgepart.profiling.timing import uses_cpu_clock
+
     t = cfg.timing
+    clock = "thread CPU time" if uses_cpu_clock(t, cfg.threads) else "wall time"
     return (
         f"edgepart profile (ai-edge-litert {litert}; warmup {t.warmup}, repeats "
         f"{t.min_repeats}..{t.max_repeats} within {t.budget_s}s, batch ~{t.batch_s}s, "
-        f"interleaved; value = {cfg.statistic} minus invoke overhead)"
+        f"interleaved, {clock}; value = {cfg.statistic} minus invoke overhead)"
     )

@@ -42,7 +42,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 1
+SAMPLER_VERSION = 2
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -77,7 +77,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 # Classes whose ops XNNPACK does not take: chains for XNNPACK use them only as partition splits.
 BUILTIN_ONLY = frozenset({"gather", "shape", "other"})
 
-MAX_ELEMS = 1 << 21  # activation elements (8 MB of float32)
+MAX_ELEMS = 1 << 22  # activation elements (16 MB of float32)
 MAX_KERNEL_MACS = 150e6
 MAX_CHAIN_MACS = 300e6
 MAX_WEIGHT_BYTES = 24 << 20
@@ -124,12 +124,14 @@ def draw_specs(
     count: int,
     *,
     weights: Mapping[str, float] | None = None,
-    homogeneous_share: float = 0.5,
+    homogeneous_share: float = 0.7,
+    single_share: float = 0.6,
     q8_share: float = 0.15,
     executor_hint: str = "any",
 ) -> list[ChainSpec]:
-    """``count`` chain specs: a share homogeneous (one class, drawn by ``weights``), the rest
-    mixed; a share int8."""
+    """``count`` chain specs: a share homogeneous (one class, drawn by ``weights``), most of
+    those a single kernel (the most informative measurement of one configuration), the rest
+    mixed chains of 3 to 10 kernels; a share int8."""
     w = dict(CLASS_WEIGHTS)
     if weights:
         w.update(weights)
@@ -143,7 +145,10 @@ def draw_specs(
         if rng.random() < homogeneous_share:
             p = np.array([w[c] for c in allowed], dtype=np.float64)
             homo = str(allowed[int(rng.choice(len(allowed), p=p / p.sum()))])
-        length = int(rng.integers(1, 9)) if homo else int(rng.integers(3, 11))
+        if homo:
+            length = 1 if rng.random() < single_share else int(rng.integers(2, 7))
+        else:
+            length = int(rng.integers(3, 11))
         out.append(
             ChainSpec(
                 seed=int(rng.integers(0, 2**31 - 1)),
@@ -223,7 +228,8 @@ class _Chain:
         return c
 
     def side(self) -> int:
-        h = self.logu(1, 256)
+        """Spatial size: mostly 4 to 224 (where networks spend their time), else 1 to 256."""
+        h = self.logu(4, 224) if self.u() < 0.8 else self.logu(1, 256)
         return max(h, 1)
 
     # ------------------------------------------------------------------ tensors

@@ -64,7 +64,13 @@ EXECUTORS = ("xnnpack", "builtin", "reference")
 
 @dataclass(frozen=True)
 class TimingConfig:
-    """Knobs of the timing loop (see the module docstring)."""
+    """Knobs of the timing loop (see the module docstring).
+
+    ``clock``: ``auto`` times single-threaded interpreters on the calling thread's CPU time
+    (their latency minus the time the process was preempted: on a shared machine this
+    estimates the undisturbed latency far better) and others on wall time; ``wall`` and
+    ``cpu`` force one.
+    """
 
     warmup: int = 3
     min_repeats: int = 5
@@ -72,6 +78,7 @@ class TimingConfig:
     budget_s: float = 0.04
     batch_s: float = 1e-3
     seed: int = 0
+    clock: str = "auto"
 
 
 def _resolver(executor: str) -> Any:
@@ -140,11 +147,15 @@ def fill_inputs(it: Any, seed: int, values: Mapping[str, np.ndarray] | None = No
 
 
 class Timer:
-    """One prepared interpreter being timed: warm-up, batch size and samples so far."""
+    """One prepared interpreter being timed: warm-up, batch size and samples so far.
 
-    def __init__(self, it: Any, cfg: TimingConfig) -> None:
+    ``cpu``: samples are the calling thread's CPU time (see :class:`TimingConfig`).
+    """
+
+    def __init__(self, it: Any, cfg: TimingConfig, cpu: bool = False) -> None:
         self.invoke = it.invoke
         self.cfg = cfg
+        self.cpu = cpu
         self.samples: list[float] = []
         self.delegate_nodes = delegate_nodes(it)
         clock = time.perf_counter_ns
@@ -176,7 +187,8 @@ class Timer:
 
     def sample(self) -> None:
         """Take one sample: the mean time of ``batch`` back-to-back invocations."""
-        invoke, clock, n = self.invoke, time.perf_counter_ns, self.batch
+        invoke, n = self.invoke, self.batch
+        clock = time.thread_time_ns if self.cpu else time.perf_counter_ns
         t0 = clock()
         for _ in range(n):
             invoke()
@@ -203,7 +215,14 @@ def prepare(
     """Steps 1 to 4 of the loop: interpreter, inputs, warm-up, batch size and repeat count."""
     it = make_interpreter(content, executor, threads)
     fill_inputs(it, cfg.seed, values)
-    return Timer(it, cfg)
+    return Timer(it, cfg, cpu=uses_cpu_clock(cfg, threads))
+
+
+def uses_cpu_clock(cfg: TimingConfig, threads: int) -> bool:
+    """Whether :class:`Timer` samples of ``threads`` threads are CPU time (``cfg.clock``)."""
+    if cfg.clock not in ("auto", "wall", "cpu"):
+        raise UsageError(f"unknown clock {cfg.clock!r}; choose auto, wall or cpu")
+    return cfg.clock == "cpu" or (cfg.clock == "auto" and threads == 1)
 
 
 def delegate_nodes(it: Any) -> int:
@@ -327,6 +346,7 @@ def overhead_timer(
         max(cfg.budget_s, 0.1),
         cfg.batch_s,
         cfg.seed,
+        cfg.clock,
     )
     return prepare(overhead_model(delegate_node, ops), executor, threads, heavier)
 
