@@ -39,7 +39,7 @@ The model set is the corpus (``tools/build_corpus.py``, the default set plus
 Usage::
 
     python benchmarks/fidelity.py [--executors xnnpack,builtin] [--threads 1] [--runs 1]
-                                  [--models a,b] [--extra DIR] [--json OUT]
+                                  [--models a,b|all] [--extra DIR] [--json OUT]
     python benchmarks/fidelity.py --mode predictor --predictor host.predictor.json [--runs 3]
                                   [--models a,b] [--rounds 9] [--json OUT]
 """
@@ -80,7 +80,13 @@ def corpus(names: list[str] | None) -> dict[str, Path]:
     return out
 
 
-def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, object]:
+def run_one(
+    name: str,
+    path: Path,
+    executor: str,
+    threads: int,
+    shapes: dict[str, list[int]] | None = None,
+) -> dict[str, object]:
     from edgepart.cost.hardware import Hardware, ProcessorSpec
     from edgepart.cost.model import CostModel
     from edgepart.profiling.host import ProfileConfig, profile_model
@@ -88,7 +94,7 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
 
     model = read_model(path)
     cfg = ProfileConfig(executor=executor, threads=threads)
-    res = profile_model(model, cfg, model_bytes=path.read_bytes(), name=name)
+    res = profile_model(model, cfg, model_bytes=path.read_bytes(), name=name, input_shapes=shapes)
     assert res.model_stats is not None
     hw = Hardware("host", (ProcessorSpec("cpu", threads=threads),))
     pt = res.table.processors[res.processor]
@@ -100,6 +106,7 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
         "fused": len(res.fused),
         "context": sum(1 for e in pt.entries.values() if e.extra.get("role") == "context"),
         "profile_s": res.elapsed_s,
+        "segments": sum(1 for e in pt.entries.values() if e.extra.get("role") == "segment"),
     }
     for stat in STATS:
         table = res.table.restat(stat)
@@ -115,7 +122,12 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
     return row
 
 
-def one_run(models: dict[str, Path], executors: list[str], threads: int) -> list[dict[str, object]]:
+def one_run(
+    models: dict[str, Path],
+    executors: list[str],
+    threads: int,
+    shapes: dict[str, dict[str, list[int]] | None] | None = None,
+) -> list[dict[str, object]]:
     """Profile and compare every model once per executor, printing a row each."""
     rows = []
     head = f"{'model':<22} {'executor':<8} {'ops':>4} {'fused':>5} {'ctx':>4}"
@@ -125,7 +137,7 @@ def one_run(models: dict[str, Path], executors: list[str], threads: int) -> list
     for name, path in models.items():
         for ex in executors:
             try:
-                r = run_one(name, path, ex, threads)
+                r = run_one(name, path, ex, threads, (shapes or {}).get(name))
             except Exception as err:
                 print(f"{name:<22} {ex:<8} FAILED: {type(err).__name__}: {err}")
                 continue
@@ -194,7 +206,7 @@ def predictor_mode(args: argparse.Namespace) -> int:
 
     pred = load_predictor(args.predictor)
     configs = [(n, c.executor, c.threads) for n, c in sorted(pred.configs.items())]
-    models = predictor_models(args.models.split(",") if args.models else None)
+    models = predictor_models(None if args.models in (None, "all") else args.models.split(","))
     preds: dict[tuple[str, str], float] = {}
     contents: dict[str, tuple[bytes, dict[str, list[int]] | None]] = {}
     for name, (path, shapes) in models.items():
@@ -287,7 +299,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=9, help="samples per model per run (predictor)")
     ap.add_argument("--executors", default="xnnpack,builtin")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--models", help="comma-separated corpus names (default: default corpus)")
+    ap.add_argument(
+        "--models",
+        help="comma-separated corpus names (default: default corpus; 'all': the corpus and the "
+        "real models LiteRT runs, as --mode predictor uses)",
+    )
     ap.add_argument("--extra", help="directory of additional .tflite files to include")
     ap.add_argument("--runs", type=int, default=1, help="repeat the whole comparison N times")
     ap.add_argument("--json", help="write all rows here")
@@ -297,7 +313,13 @@ def main() -> int:
         if not args.predictor:
             ap.error("--mode predictor needs --predictor FILE")
         return predictor_mode(args)
-    models = corpus(args.models.split(",") if args.models else None)
+    shapes: dict[str, dict[str, list[int]] | None] = {}
+    if args.models == "all":  # the corpus and the real models, as in --mode predictor
+        both = predictor_models(None)
+        models = {k: p for k, (p, _) in both.items()}
+        shapes = {k: s for k, (_, s) in both.items()}
+    else:
+        models = corpus(args.models.split(",") if args.models else None)
     if args.extra:
         for p in sorted(Path(args.extra).glob("*.tflite")):
             models[p.stem] = p
@@ -308,7 +330,7 @@ def main() -> int:
     for run in range(args.runs):
         if args.runs > 1:
             print(f"\n=== run {run + 1} of {args.runs} ===")
-        got = one_run(models, executors, args.threads)
+        got = one_run(models, executors, args.threads, shapes)
         for r in got:
             r["run"] = run
         rows.extend(got)

@@ -80,7 +80,7 @@ def predicted_costs(
     for kid, ops in enumerate(k.ops):
         idx = list(ops)
         if len(idx) == 1:
-            lat[idx[0]] = secs[kid]
+            lat[idx[0]] += secs[kid]  # a recurrent op has two kernels (its steps and gates)
         else:
             share = np.maximum(roof[idx], 0.0)
             tot = float(share.sum())

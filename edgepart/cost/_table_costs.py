@@ -11,7 +11,7 @@ from edgepart.cost.table import INTERPOLATED, MEASURED, PREDICTED, ROOFLINE, Pro
 from edgepart.cost.work import OpWork
 from edgepart.ir.graph import Subgraph
 
-__all__ = ["SOURCES", "SRC", "apply_context", "fill_from_table", "table_groups"]
+__all__ = ["SOURCES", "SRC", "apply_context", "fill_from_table", "fill_missing", "table_groups"]
 
 SOURCES = (MEASURED, INTERPOLATED, PREDICTED, ROOFLINE)
 SRC = {s: i for i, s in enumerate(SOURCES)}
@@ -49,6 +49,36 @@ def fill_from_table(
     lat[hit] = vals[cls][hit]
     src[hit] = codes[cls][hit]
     delegated[hit] = dlg[cls][hit]
+
+
+def fill_missing(
+    pt: ProcessorTable, sg: Subgraph, work: OpWork, lat: np.ndarray, src: np.ndarray
+) -> None:
+    """Ops the table does not cover whose estimate is not finite (no roofline peak for their
+    dtype, as in a processor known only by its table) get one scaled from the table itself:
+    the measured ops of the same kind (else all measured ops), seconds per byte moved, median;
+    flagged ``interpolated``. A model whose op failed to time, or whose shapes are computed at
+    run time, then still gets a finite latency."""
+    bad = ~np.isfinite(lat) & ~work.folded
+    if not bad.any():
+        return
+    per_op: dict[str, list[float]] = {}
+    every: list[float] = []
+    for e in pt.entries.values():
+        if e.kind != "op" or e.bytes <= 0:
+            continue
+        rate = e.value_s / e.bytes
+        every.append(rate)
+        per_op.setdefault(str(e.extra.get("op", "")), []).append(rate)
+    if not every:
+        return
+    glob = float(np.median(every))
+    nbytes = work.bytes.astype(np.float64)
+    for i in np.flatnonzero(bad).tolist():
+        rates = per_op.get(sg.op_name(i))
+        rate = float(np.median(rates)) if rates else glob
+        lat[i] = rate * max(float(nbytes[i]), 1.0)
+        src[i] = SRC[INTERPOLATED]
 
 
 def table_groups(

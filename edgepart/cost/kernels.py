@@ -132,21 +132,10 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
         "RELU6",
         "RELU_N1_TO_1",
         "RELU_0_TO_1",
-        "LOGISTIC",
-        "TANH",
-        "HARD_SWISH",
-        "ELU",
         "LEAKY_RELU",
-        "GELU",
         "NEG",
         "ABS",
-        "SQRT",
-        "RSQRT",
         "SQUARE",
-        "EXP",
-        "LOG",
-        "SIN",
-        "COS",
         "CEIL",
         "FLOOR",
         "ROUND",
@@ -160,6 +149,20 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
         "IMAG",
         "ZEROS_LIKE",
         "ONES_LIKE",
+    ),
+    # element-wise functions that evaluate a polynomial or a table per element
+    "math": (
+        "LOGISTIC",
+        "TANH",
+        "HARD_SWISH",
+        "ELU",
+        "GELU",
+        "SQRT",
+        "RSQRT",
+        "EXP",
+        "LOG",
+        "SIN",
+        "COS",
     ),
     "pool": ("MAX_POOL_2D", "AVERAGE_POOL_2D", "L2_POOL_2D"),
     "reduce": (
@@ -376,8 +379,24 @@ def decompose(
         else:
             cls = class_of_op(name)
         if int(row[F["dtype"]]) in _QUANT_DTYPES:
-            cls += "_q8"  # 8-bit kernels run other code (and other speeds) than float ones
+            # 8-bit kernels run other code (and other speeds) than float ones; 8-bit weights on
+            # float activations (dynamic range quantization) yet other code
+            cls += "_hy" if _float_input(sg, head) else "_q8"
         types.append(f"{prefix}.{cls}")
+        if name in _RECURRENT:
+            # the gates: four element-wise functions over batch x cells, per step
+            k2 = len(types)
+            gate = row.copy()
+            n = row[F["rows"]] * row[F["cout"]]
+            gate[F["n_out"]] = gate[F["rows"]] = n
+            gate[F["in_bytes"]] = gate[F["out_bytes"]] = 4.0 * n
+            gate[F["w_bytes"]] = gate[F["macs"]] = 0.0
+            gate[F["opcode"]] = float(opnames.builtin_code("LOGISTIC"))
+            types.append(f"{prefix}.math")
+            rows.append(gate)
+            kops.append([head])
+            repeat.append(rep)
+            del k2
         rows.append(row)
         repeat.append(rep)
     feats = np.vstack(rows) if rows else np.zeros((0, len(FEATURES)))
@@ -393,6 +412,13 @@ def decompose(
         executor=executor,
         op_delegate=owner,
     )
+
+
+def _float_input(sg: Subgraph, op: int) -> bool:
+    """Whether the op's first input is floating point (a hybrid op if its weights are 8-bit)."""
+    ins = sg.op_inputs.row(op)
+    t = int(ins[2]) if sg.op_name(op) == "TRANSPOSE_CONV" and len(ins) > 2 else int(ins[0])
+    return t >= 0 and int(sg.tensor_dtype[t]) in (int(DType.FLOAT32), int(DType.FLOAT16))
 
 
 def _prefix(owner: str | None) -> str:
@@ -600,6 +626,9 @@ def _base_features(
         if g is None:
             g = cache[id(s)] = _geometry(s, sg.op_builtin[i])
         out[i, geo_cols] = g
+        if s.op == "Convolution2DTransposeBias" and out[i, F["macs"]] == 0:
+            # a custom op has no work rule: input pixels x kernel taps x output x input channels
+            out[i, F["macs"]] = out[i, F["rows"]] * out[i, F["red"]] * out[i, F["cin"]]
     return out
 
 

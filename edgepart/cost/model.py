@@ -38,7 +38,14 @@ from functools import cached_property
 import numpy as np
 
 from edgepart.cost._predicted_costs import PredictedCosts, predicted_costs
-from edgepart.cost._table_costs import SOURCES, SRC, apply_context, fill_from_table, table_groups
+from edgepart.cost._table_costs import (
+    SOURCES,
+    SRC,
+    apply_context,
+    fill_from_table,
+    fill_missing,
+    table_groups,
+)
 from edgepart.cost.context import predecessors
 from edgepart.cost.delegate_nodes import ControlEdges, count_nodes, metadata_edges
 from edgepart.cost.hardware import Hardware
@@ -195,6 +202,7 @@ class GraphCosts:
 
                 sigs = op_signatures(sg)
             fill_from_table(pt, sigs, self.work, lat[:, p], src[:, p], self._delegated[:, p])
+            fill_missing(pt, sg, self.work, lat[:, p], src[:, p])
             self._node_s[p] = pt.delegate_node_s
             self._groups[p] = table_groups(sg, pt, sigs, lat[:, p], src[:, p])
             for g, (ops, key) in enumerate(self._groups[p]):

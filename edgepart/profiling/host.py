@@ -30,8 +30,9 @@ median (which is still stored, with p90 and min, in every entry).
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from edgepart.cost import context as context_mod
@@ -42,6 +43,7 @@ from edgepart.errors import EdgepartError
 from edgepart.ir.graph import Model
 from edgepart.profiling._session import Session, activation_names, host_description, stat_value
 from edgepart.profiling.segments import MIN_UNITS, Segment, plan_segments
+from edgepart.profiling.shapes import needs_resolution, resolved_subgraph
 from edgepart.profiling.timing import (
     TimingConfig,
     delegate_node_stats,
@@ -55,6 +57,7 @@ from edgepart.profiling.timing import (
 __all__ = ["ProfileConfig", "ProfileResult", "UnitResult", "host_description", "profile_model"]
 
 Progress = Callable[[int, int, str], None]
+log = logging.getLogger(__name__)
 STATISTICS = ("median", "p10", "min")
 _WHOLE_MIN_SAMPLES = 30
 _WHOLE_BLOCKS = 6
@@ -123,6 +126,7 @@ def profile_model(
     model_bytes: bytes | None = None,
     name: str | None = None,
     progress: Progress | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ProfileResult:
     """Profile ``model``'s main subgraph on this host (see the module docstring).
 
@@ -138,6 +142,10 @@ def profile_model(
         How the model is named in the table's ``models`` list.
     progress
         Called as ``progress(done, total, label)`` as work proceeds (the CLI draws a bar).
+    input_shapes
+        Shapes of inputs with dynamic dimensions. A model whose shapes depend on its inputs
+        is profiled with the shapes one LiteRT run resolves (:mod:`edgepart.profiling.shapes`),
+        so every extracted op has its real shapes.
     """
     from edgepart.tflite.writer import write_model
 
@@ -153,18 +161,26 @@ def profile_model(
         source=_source(cfg),
         statistic=cfg.statistic,
     )
+    content = model_bytes if model_bytes is not None else write_model(model)
+    if input_shapes or needs_resolution(model.main):
+        import dataclasses
+
+        try:
+            resolved = resolved_subgraph(model, content, input_shapes, seed=cfg.timing.seed)
+            model = dataclasses.replace(model, subgraphs=(resolved, *model.subgraphs[1:]))
+        except EdgepartError as err:
+            log.warning("shapes not resolved (%s); profiling with the stored shapes", err)
     s = Session(model, cfg, pt)
     sg = s.sg
     units = timing_units(sg)
     total = 2 * len(units) + 1  # preparing each unit, then timing (scaled to units), done
-    content = model_bytes if model_bytes is not None else write_model(model)
-    s.values = reference_values(content, activation_names(sg), cfg.timing.seed)
+    s.values = reference_values(content, activation_names(sg), cfg.timing.seed, input_shapes)
     ovh_timer = overhead_timer(cfg.executor, cfg.threads, cfg.timing)
     # empty if the executor does not delegate: nothing to measure
     chain_timers = node_timers(cfg.executor, cfg.threads, cfg.timing)
     whole = None
     if cfg.whole_model:
-        whole = prepare(content, cfg.executor, cfg.threads, cfg.timing)
+        whole = prepare(content, cfg.executor, cfg.threads, cfg.timing, input_shapes=input_shapes)
     for k, u in enumerate(units):
         s.prepare(u)
         if progress:

@@ -80,6 +80,10 @@ def fit_host_predictor(
 
         d = chain_data(items, external=external)
         models, rep = fit_config(name, d, family=family, seed=seed, folds=folds, progress=progress)
+        if family == "auto":
+            # the families are compared on the first configuration; the others use its choice
+            # (cross-validated all the same, for their per-type errors)
+            family = rep.family
         configs[name] = config_predictor(
             name, ex, th, invoke, {"xnnpack": node} if ex == "xnnpack" else {}, models, rep,
             fallback,

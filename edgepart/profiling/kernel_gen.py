@@ -42,7 +42,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 2
+SAMPLER_VERSION = 3
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -53,7 +53,8 @@ CLASS_WEIGHTS: dict[str, float] = {
     "fc": 2.5,
     "bmm": 0.8,
     "binary": 3.0,
-    "unary": 2.0,
+    "unary": 1.2,
+    "math": 1.5,
     "pool": 1.0,
     "reduce": 1.0,
     "softmax": 0.6,
@@ -68,11 +69,13 @@ CLASS_WEIGHTS: dict[str, float] = {
     "shape": 0.3,
     "other": 0.6,
 }
-# Which classes each family draws from (int8 chains: what quantized models use).
+# Which classes each family draws from: float32; int8 (what quantized models use); hybrid
+# (dynamic-range quantization: float activations, int8 weights of the MAC ops).
 FAMILIES: dict[str, tuple[str, ...]] = {
     "f32": tuple(CLASS_WEIGHTS),
-    "q8": ("conv", "dwconv", "fc", "binary", "unary", "pool", "reduce", "concat", "copy", "pad",
-           "softmax", "transpose", "slice", "resize"),
+    "q8": ("conv", "dwconv", "fc", "binary", "unary", "math", "pool", "reduce", "concat", "copy",
+           "pad", "softmax", "transpose", "slice", "resize"),
+    "hy": ("conv", "dwconv", "fc", "binary", "unary", "pool", "reduce", "concat", "copy"),
 }  # fmt: skip
 # Classes whose ops XNNPACK does not take: chains for XNNPACK use them only as partition splits.
 BUILTIN_ONLY = frozenset({"gather", "shape", "other"})
@@ -127,6 +130,7 @@ def draw_specs(
     homogeneous_share: float = 0.7,
     single_share: float = 0.6,
     q8_share: float = 0.15,
+    hybrid_share: float = 0.05,
     executor_hint: str = "any",
 ) -> list[ChainSpec]:
     """``count`` chain specs: a share homogeneous (one class, drawn by ``weights``), most of
@@ -137,7 +141,8 @@ def draw_specs(
         w.update(weights)
     out = []
     for _ in range(count):
-        family = "q8" if rng.random() < q8_share else "f32"
+        r = rng.random()
+        family = "q8" if r < q8_share else ("hy" if r < q8_share + hybrid_share else "f32")
         allowed = [c for c in FAMILIES[family] if w.get(c, 0) > 0]
         if executor_hint == "xnnpack":
             allowed = [c for c in allowed if c not in BUILTIN_ONLY] or allowed
@@ -203,6 +208,7 @@ class _Chain:
         self.mb = ModelBuilder(description="edgepart calibration chain")
         self.g = self.mb.subgraph("main")
         self.q8 = self.spec.family == "q8"
+        self.hybrid = self.spec.family == "hy"
         self._wscale = np.ones(1, np.float32)
 
     # ------------------------------------------------------------------ draws
@@ -271,7 +277,7 @@ class _Chain:
         (None: per tensor). The scales are kept for the bias (:meth:`bias`)."""
         std = math.sqrt(2.0 / max(fan_in, 1))
         w = self.rng.standard_normal(shape).astype(np.float32) * np.float32(std)
-        if not self.q8:
+        if not self.q8 and not self.hybrid:
             return self.const(w)
         if qdim is None:
             scale = np.array([np.abs(w).max() / 127.0])
@@ -346,11 +352,21 @@ class _Chain:
         if c is not None and _numel(c.shape) <= MAX_ELEMS:
             return c
         r = self.u()
-        if r < 0.6:
+        if r < 0.55:
             return self.img(fresh=1.0)
-        if r < 0.7:
+        if r < 0.65:
             return self.audio()
+        if r < 0.75:
+            return self.tiny()
         return self.seq()
+
+    def tiny(self) -> _T:
+        """A few elements (streaming audio models, heads, normalization statistics)."""
+        n = int(self.pick({1: 0.3, 0: 0.7}))
+        shape: tuple[int, ...] = (1, 1) if n == 1 else (1, self.logu(2, 64))
+        if self.u() < 0.3:
+            shape = (1, 1, 1, shape[-1])
+        return self.new_input(shape)
 
     def set(self, t: _T) -> None:
         self.cur = t
@@ -552,7 +568,9 @@ class _Chain:
         nout = int(self.pick({0: 0.8, 1: 0.05, 10: 0.05, 1000: 0.1}))
         if nout == 0:
             nout = self.chan(1, 4096)
-        while nout > 1 and (nout * k * 4 > MAX_WEIGHT_BYTES or m * k * nout > MAX_KERNEL_MACS):
+        # now and then a weight matrix far larger than any cache (embedding heads, big FCs)
+        wcap = MAX_WEIGHT_BYTES * (4 if m <= 4 and self.u() < 0.15 else 1)
+        while nout > 1 and (nout * k * 4 > wcap or m * k * nout > MAX_KERNEL_MACS):
             nout = max(1, nout // 2)
         wt = self.weights((nout, k), k, qdim=None)
         ins = [x.idx, wt]
@@ -626,15 +644,11 @@ class _Chain:
     def k_unary(self) -> None:
         x = self.anyt()
         if self.q8:
-            op = str(self.pick({"LOGISTIC": 0.3, "RELU": 0.2, "RELU6": 0.1, "HARD_SWISH": 0.2,
-                                "TANH": 0.1, "LEAKY_RELU": 0.1}))  # fmt: skip
+            op = str(self.pick({"RELU": 0.5, "RELU6": 0.3, "LEAKY_RELU": 0.2}))
         else:
-            op = str(self.pick({"RELU": 0.1, "RELU6": 0.08, "LOGISTIC": 0.15, "TANH": 0.08,
-                                "HARD_SWISH": 0.1, "ELU": 0.04, "LEAKY_RELU": 0.06,
-                                "GELU": 0.04, "NEG": 0.04, "ABS": 0.04, "SQRT": 0.03,
-                                "RSQRT": 0.05, "SQUARE": 0.04, "EXP": 0.04, "LOG": 0.03,
-                                "SIN": 0.02, "COS": 0.02, "FLOOR": 0.02, "CEIL": 0.01,
-                                "ROUND": 0.01}))  # fmt: skip
+            op = str(self.pick({"RELU": 0.25, "RELU6": 0.2, "LEAKY_RELU": 0.15, "NEG": 0.1,
+                                "ABS": 0.1, "SQUARE": 0.1, "FLOOR": 0.04, "CEIL": 0.03,
+                                "ROUND": 0.03}))  # fmt: skip
         opts: dict[str, Any] | None = None
         if op == "LEAKY_RELU":
             opts = {"alpha": 0.2}
@@ -643,6 +657,21 @@ class _Chain:
             q = (1.0 / 256, -128) if op == "LOGISTIC" else (1.0 / 128, 0)
         y = self.tensor(x.shape, like=x, q=q)
         self.op(op, [x.idx], [y], options=opts)
+        self.set(y)
+
+    def k_math(self) -> None:
+        x = self.anyt()
+        if self.q8:
+            op = str(self.pick({"LOGISTIC": 0.4, "HARD_SWISH": 0.3, "TANH": 0.3}))
+        else:
+            op = str(self.pick({"LOGISTIC": 0.22, "TANH": 0.1, "HARD_SWISH": 0.14, "ELU": 0.05,
+                                "GELU": 0.06, "SQRT": 0.05, "RSQRT": 0.12, "EXP": 0.1,
+                                "LOG": 0.08, "SIN": 0.04, "COS": 0.04}))  # fmt: skip
+        q = x.q
+        if self.q8 and op in ("LOGISTIC", "TANH"):
+            q = (1.0 / 256, -128) if op == "LOGISTIC" else (1.0 / 128, 0)
+        y = self.tensor(x.shape, like=x, q=q)
+        self.op(op, [x.idx], [y])
         self.set(y)
 
     def k_pool(self) -> None:

@@ -95,9 +95,15 @@ def _resolver(executor: str) -> Any:
 
 
 def make_interpreter(
-    content: bytes, executor: str, threads: int, *, preserve_all_tensors: bool = False
+    content: bytes,
+    executor: str,
+    threads: int,
+    *,
+    preserve_all_tensors: bool = False,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Any:
-    """A ready LiteRT interpreter (tensors allocated) for a model's bytes."""
+    """A ready LiteRT interpreter (tensors allocated) for a model's bytes; inputs named in
+    ``input_shapes`` are resized first (inputs with dynamic dimensions)."""
     from ai_edge_litert.interpreter import Interpreter
 
     try:
@@ -107,6 +113,11 @@ def make_interpreter(
             experimental_op_resolver_type=_resolver(executor),
             experimental_preserve_all_tensors=preserve_all_tensors,
         )
+        if input_shapes:
+            for d in it.get_input_details():
+                want = input_shapes.get(str(d["name"]))
+                if want is not None:
+                    it.resize_tensor_input(d["index"], [int(v) for v in want], strict=False)
         it.allocate_tensors()
     except (RuntimeError, ValueError) as err:
         msg = str(err).strip().splitlines()
@@ -211,9 +222,10 @@ def prepare(
     threads: int,
     cfg: TimingConfig,
     values: Mapping[str, np.ndarray] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Timer:
     """Steps 1 to 4 of the loop: interpreter, inputs, warm-up, batch size and repeat count."""
-    it = make_interpreter(content, executor, threads)
+    it = make_interpreter(content, executor, threads, input_shapes=input_shapes)
     fill_inputs(it, cfg.seed, values)
     return Timer(it, cfg, cpu=uses_cpu_clock(cfg, threads))
 
@@ -273,14 +285,21 @@ def time_model(
     return t.stats()
 
 
-def reference_values(content: bytes, names: Sequence[str], seed: int) -> dict[str, np.ndarray]:
+def reference_values(
+    content: bytes,
+    names: Sequence[str],
+    seed: int,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, np.ndarray]:
     """The values tensors take in one run of a whole model on the seeded inputs.
 
     Runs the builtin kernels with every intermediate tensor preserved and returns copies of the
     named tensors (those the run produced); an empty dict if the model cannot run that way.
     """
     try:
-        it = make_interpreter(content, "builtin", 1, preserve_all_tensors=True)
+        it = make_interpreter(
+            content, "builtin", 1, preserve_all_tensors=True, input_shapes=input_shapes
+        )
         fill_inputs(it, seed)
         it.invoke()
     except (RuntimeBackendError, RuntimeError, ValueError):

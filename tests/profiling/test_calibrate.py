@@ -1,0 +1,131 @@
+"""Calibration: generated chains, measuring with the real LiteRT, fitting, files, CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from edgepart.cli import main
+from edgepart.cost.predictor import load_predictor
+from edgepart.profiling.calibrate import (
+    MeasureConfig,
+    load_measurements,
+    measure,
+    real_owner,
+)
+from edgepart.profiling.host_predictor import fit_host_predictor
+from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
+from edgepart.tflite.writer import write_model
+
+
+def test_chains_are_deterministic_and_run_in_litert():
+    from edgepart.profiling.timing import delegate_nodes, fill_inputs, make_interpreter
+
+    specs = draw_specs(np.random.default_rng(7), 10)
+    for spec in specs:
+        a = write_model(build_chain(spec))
+        assert a == write_model(build_chain(ChainSpec.from_json(spec.to_json())))
+        for ex in ("xnnpack", "builtin"):
+            it = make_interpreter(a, ex, 1)
+            fill_inputs(it, 0)
+            it.invoke()
+            if ex == "xnnpack":
+                owner, nodes = real_owner(it, build_chain(spec).main.num_ops)
+                assert nodes == delegate_nodes(it)
+                assert (nodes == 0) == all(o is None for o in owner)
+
+
+def test_every_value_nobody_reads_is_an_output():
+    m = build_chain(ChainSpec(seed=11, length=8))
+    sg = m.main
+    read = {int(t) for t in sg.op_inputs.idx if t >= 0}
+    made = {int(t) for t in sg.op_outputs.idx if t >= 0}
+    assert made - read <= {int(t) for t in sg.outputs}
+
+
+@pytest.fixture(scope="module")
+def small_measurements(tmp_path_factory):
+    cfg = MeasureConfig(
+        configs=(("xnnpack", 1), ("builtin", 1)), seed=3, batch=8, rounds=3, max_chains=24
+    )
+    meas = measure(cfg)
+    path = tmp_path_factory.mktemp("cal") / "m.npz"
+    meas.save(path)
+    return meas, path
+
+
+def test_measurements_round_trip(small_measurements):
+    meas, path = small_measurements
+    back = load_measurements(path)
+    assert len(back.chains) == len(meas.chains) >= 24
+    for a, b in zip(meas.chains, back.chains, strict=True):
+        assert a.spec == b.spec
+        assert a.stats == b.stats
+        for ex in ("xnnpack", "builtin"):
+            assert a.kernels[ex].types == b.kernels[ex].types
+            assert np.array_equal(a.kernels[ex].features, b.kernels[ex].features)
+    assert back.fixed["xnnpack_1t"]["invoke"]["p10_s"] > 0
+    assert "delegate_node" in back.fixed["xnnpack_1t"]
+    assert meas.host["clocks"]["xnnpack_1t"] == "thread cpu time"
+
+
+def test_refit_from_the_same_measurements_is_byte_identical(small_measurements, tmp_path):
+    pytest.importorskip("sklearn")
+    _, path = small_measurements
+    outs = []
+    for k in range(2):
+        meas = load_measurements(path)
+        pred, reports = fit_host_predictor(meas, family="linear", seed=0)
+        out = tmp_path / f"p{k}.json"
+        pred.save(out)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    p = load_predictor(tmp_path / "p0.json")
+    assert sorted(p.configs) == ["builtin_1t", "xnnpack_1t"]
+    assert p.obtained == "measured" and p.calibration["chains"] >= 24
+
+
+def test_cli_fit_only_writes_the_same_predictor_twice(small_measurements, tmp_path, capsys):
+    _, path = small_measurements
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for out in (a, b):
+        rc = main(["calibrate", "--host", "--fit-only", str(path), "--family", "linear",
+                   "--predictor-out", str(out), "--no-progress"])  # fmt: skip
+        assert rc == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert "xnnpack_1t:" in capsys.readouterr().out
+
+
+def test_measure_keeps_to_its_budget():
+    cfg = MeasureConfig(configs=(("xnnpack", 1),), seed=5, batch=6, rounds=3, budget_s=6.0)
+    t0 = time.monotonic()
+    meas = measure(cfg)
+    elapsed = time.monotonic() - t0
+    assert meas.chains
+    # a batch in flight stops sampling at the deadline; only its kernel bookkeeping remains
+    assert elapsed < cfg.budget_s + 4.0
+
+
+def test_calibrate_cli_errors(tmp_path, capsys):
+    assert main(["calibrate"]) == 2
+    assert "only --host" in capsys.readouterr().err
+    bad = tmp_path / "x.npz"
+    bad.write_bytes(b"not a zip")
+    assert main(["calibrate", "--host", "--fit-only", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not an edgepart calibration measurements file" in err and "\n" == err[-1]
+    assert main(["calibrate", "--host", "--budget", "0.1"]) == 2
+    assert "need at least half a minute" in capsys.readouterr().err
+
+
+def test_report_json(small_measurements, tmp_path, capsys):
+    _, path = small_measurements
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--host", "--fit-only", str(path), "--family", "linear",
+                 "--predictor-out", str(out), "--json"]) == 0  # fmt: skip
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["files"] == [str(out)]
+    assert {r["config"] for r in rep["reports"]} == {"xnnpack_1t", "builtin_1t"}
