@@ -49,7 +49,7 @@ MODELS = (
     "inception_resnet_v2",
     "inception_v4",
 )
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 SEED = 20260101
 
 
@@ -70,7 +70,7 @@ def _squeezenet(tf: Any) -> Any:
         b = L.Conv2D(e, 3, padding="same", activation="relu")(x)
         return L.Concatenate()([a, b])
 
-    inp = L.Input((224, 224, 3))
+    inp = L.Input((224, 224, 3), batch_size=1)
     x = L.Conv2D(96, 7, strides=2, activation="relu")(inp)
     x = L.MaxPooling2D(3, 2)(x)
     x = fire(x, 16, 64)
@@ -144,7 +144,7 @@ def _inception_v4(tf: Any) -> Any:
         d = L.Concatenate()([cbr(d, 256, (1, 3)), cbr(d, 256, (3, 1))])
         return L.Concatenate()([a, b, c, d])
 
-    inp = L.Input((299, 299, 3))
+    inp = L.Input((299, 299, 3), batch_size=1)
     x = stem(inp)
     for _ in range(4):
         x = block_a(x)
@@ -166,17 +166,22 @@ def build(name: str) -> bytes:
 
     tf.keras.utils.set_random_seed(SEED)
     apps = tf.keras.applications
+    # a batch of one, as the zoo's models have: static shapes everywhere (a dynamic batch
+    # dimension would keep the GPU and NNAPI delegates from taking anything)
+    def inp(size: int) -> Any:
+        return tf.keras.Input((size, size, 3), batch_size=1)
+
     if name.startswith("mobilenet_v1"):
-        model = apps.MobileNet(input_shape=(224, 224, 3), alpha=1.0, weights=None)
+        model = apps.MobileNet(input_tensor=inp(224), alpha=1.0, weights=None)
         size = 224
     elif name == "nasnet_mobile":
-        model = apps.NASNetMobile(input_shape=(224, 224, 3), weights=None)
+        model = apps.NASNetMobile(input_tensor=inp(224), weights=None)
         size = 224
     elif name == "squeezenet":
         model = _squeezenet(tf)
         size = 224
     elif name == "inception_resnet_v2":
-        model = apps.InceptionResNetV2(input_shape=(299, 299, 3), weights=None)
+        model = apps.InceptionResNetV2(input_tensor=inp(299), weights=None)
         size = 299
     elif name == "inception_v4":
         model = _inception_v4(tf)

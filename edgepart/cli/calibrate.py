@@ -80,7 +80,7 @@ def handler(args: argparse.Namespace) -> int:
 
     if not args.host:
         raise UsageError("calibrate: only --host is supported here (phones: see docs)")
-    bar = None if args.no_progress or args.json else _Bar()
+    bar = None if args.no_progress or args.json else _make_bar()
     if args.fit_only:
         out = args.predictor_out or str(
             Path(args.out or Path(args.fit_only).parent) / PREDICTOR_FILE
@@ -162,6 +162,30 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
     print()
     for f in files:
         print(f"wrote {f}")
+
+
+def _make_bar() -> Any:
+    """The project's progress bar (``edgepart.progress``) where present, else a plain one."""
+    import importlib
+
+    try:
+        mod = importlib.import_module("edgepart.progress")
+    except ImportError:
+        return _Bar()
+    return _Shared(mod.Progress("calibrating", unit="/1000 of the budget"))
+
+
+class _Shared:
+    """Feeds fractions of the budget to an ``edgepart.progress.Progress`` bar."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    def update(self, frac: float, label: str) -> None:
+        self.bar(int(max(0.0, min(frac, 1.0)) * 1000), 1000, label)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 class _Bar:

@@ -57,6 +57,7 @@ def predicted_costs(
     predictor: Predictor,
     delegate: str | None,
     threads: int,
+    cache: dict[str, Kernels] | None = None,
 ) -> PredictedCosts | None:
     """The predicted costs of ``sg`` on a processor, or None when the predictor has no
     configuration for its executor."""
@@ -70,7 +71,11 @@ def predicted_costs(
 
         model = _Model(subgraphs=(sg,), opcodes=sg.opcodes, buffers=sg.buffers)
     si = next((i for i, s in enumerate(model.subgraphs) if s is sg), 0)
-    k = decompose(model, ex, subgraph=si, sg=sg, work=work, sigs=sigs)
+    k = (cache or {}).get(ex)
+    if k is None:
+        k = decompose(model, ex, subgraph=si, sg=sg, work=work, sigs=sigs)
+        if cache is not None:
+            cache[ex] = k
     secs, _, _, _ = cp.kernel_seconds_with_calls(k)
     n = sg.num_ops
     lat = np.zeros(n)

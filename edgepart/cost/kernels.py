@@ -45,12 +45,14 @@ invocation. Recurrent ops (``LSTM`` ...) are costed as a fully connected kernel 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from edgepart.cost.rules import Ctx
 from edgepart.cost.signature import OpSig, op_signatures
 from edgepart.cost.work import OpWork, op_work
 from edgepart.ir import analysis
@@ -197,6 +199,7 @@ _RECURRENT = frozenset(
      "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "SVDF"}
 )  # fmt: skip
 _FREE = frozenset({"VAR_HANDLE", "CALL_ONCE"})
+_CALLING = frozenset(opnames.builtin_name(c) for c in opnames.CALLING_BUILTINS) - {"CALL_ONCE"}
 _CLAMPS = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1"})
 _CLAMP_PRODUCERS = frozenset(
     {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "Convolution2DTransposeBias",
@@ -315,103 +318,138 @@ def decompose(
     if delegated is None:
         delegated, partitions = _claimed(model, sg, subgraph, executor, context)
     partitions = dict(partitions or {})
-    names = [sg.op_name(i) for i in range(n)]
     if ctx_bytes is None:
         ctx_bytes = footprint(sg, work)
     base = _base_features(sg, sigs, work, ctx_bytes)
-
-    folded = np.asarray(work.folded, dtype=bool)
     owner: list[str | None] = list(delegated)
+    # per op: its name, through the distinct op codes (custom ops by their custom code)
+    code_names = [c.name for c in sg.opcodes]
+    opc = sg.op_opcode.astype(np.int64)
+    names_arr = np.array(code_names, dtype=object)[opc] if n else np.zeros(0, dtype=object)
+    folded = np.asarray(work.folded, dtype=bool)
+    free = folded | np.isin(names_arr, list(_FREE))
     group = np.arange(n)  # the op whose kernel each op joins
-    free = folded.copy()
-    for i in range(n):
-        if names[i] in _FREE:
-            free[i] = True
-    xnn = np.array([o == "xnnpack" for o in owner], dtype=bool)
+    own = np.array(owner, dtype=object)
+    xnn = own == "xnnpack"
     accel = np.array([o is not None and o != "xnnpack" for o in owner], dtype=bool)
     if xnn.any():
-        _xnnpack_rules(sg, names, owner, xnn, free, group, sigs)
+        _xnnpack_rules(sg, names_arr, xnn, free, group, folded)
     if accel.any():
-        _accel_rules(sg, names, owner, accel, free, group)
-
-    order = analysis.topological_order(sg).tolist()
-    kernel_of_head: dict[int, int] = {}
+        _accel_rules(sg, names_arr, owner, accel, free, group)
+    head = group.copy()
+    while True:  # pointer jumping to each op's root
+        nxt = head[head]
+        if np.array_equal(nxt, head):
+            break
+        head = nxt
+    order = analysis.topological_order(sg)
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    live = np.flatnonzero(~free)
+    # kernels in the order their first op runs; members in execution order, the head first
+    live = live[np.argsort(pos[live], kind="stable")]
+    heads_live = head[live]
+    uniq, first_idx, inv = np.unique(heads_live, return_index=True, return_inverse=True)
+    korder = np.argsort(first_idx, kind="stable")
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[korder] = np.arange(len(uniq))
+    kid_live = rank[np.asarray(inv).reshape(-1)]
+    khead = uniq[korder]
+    nk = len(khead)
+    op_kernel = np.full(n, -1, dtype=np.int64)
+    op_kernel[live] = kid_live
+    feats = base[khead].copy()
+    counts = np.bincount(kid_live, minlength=nk)
+    kops: list[tuple[int, ...]] = [(int(h),) for h in khead.tolist()]
+    for k in np.flatnonzero(counts > 1).tolist():
+        members = live[kid_live == k].tolist()  # in execution order
+        h = int(khead[k])
+        kops[k] = (h, *[o for o in members if o != h])
+        if members[0] != h:  # a producer merged into it ran first (a PAD before a conv)
+            feats[k, F["in_bytes"]] = base[members[0], F["in_bytes"]]
+        if members[-1] != h:  # the kernel writes the last member's output
+            feats[k, F["out_bytes"]] = base[members[-1], F["out_bytes"]]
+    # types: prefix by owner, class by op name, suffix by dtype (8-bit, or 8-bit weights on
+    # float activations)
+    hnames = names_arr[khead] if nk else np.zeros(0, dtype=object)
+    howner = own[khead] if nk else np.zeros(0, dtype=object)
+    quant = np.isin(feats[:, F["dtype"]].astype(np.int64), list(_QUANT_DTYPES))
+    fin = _float_inputs(sg, khead, hnames) if quant.any() else np.zeros(nk, dtype=bool)
+    type_cache: dict[tuple[object, object, int], str] = {}
     types: list[str] = []
-    rows: list[np.ndarray] = []
-    kops: list[list[int]] = []
-    repeat: list[float] = []
+    for nm, ow, q in zip(hnames.tolist(), howner.tolist(), (quant * (1 + fin)).tolist(),
+                         strict=True):  # fmt: skip
+        key = (nm, ow, q)
+        t = type_cache.get(key)
+        if t is None:
+            cls = class_of_op(str(nm))
+            if nm in _RECURRENT:
+                cls = "fc"
+            elif nm in _CALLING:
+                cls = "other"
+            t = type_cache[key] = f"{_prefix(ow)}.{cls}{('', '_q8', '_hy')[q]}"
+        types.append(t)
+    repeat = np.ones(nk)
     calls: list[tuple[int, Kernels, float]] = []
     notes: list[str] = []
-    op_kernel = np.full(n, -1, dtype=np.int64)
-    for i in order:
-        if free[i]:
-            continue
-        head = _root(group, i)
-        if head in kernel_of_head:
-            k = kernel_of_head[head]
-            kops[k].append(i)
-            op_kernel[i] = k
-            if head == i:  # a producer fused into it ran first (PAD before a convolution)
-                kops[k].sort(key=lambda o: o != head)
-                rows[k][F["in_bytes"]] = base[kops[k][1], F["in_bytes"]]
-            else:  # the kernel writes the last member's output
-                rows[k][F["out_bytes"]] = base[i, F["out_bytes"]]
-            continue
-        k = len(types)
-        kernel_of_head[head] = k
-        op_kernel[i] = k
-        kops.append([i])
-        row = base[head].copy()
-        name = names[head]
-        prefix = _prefix(owner[head])
-        rep = 1.0
+    rows_extra: list[np.ndarray] = []
+    types_extra: list[str] = []
+    kops_extra: list[tuple[int, ...]] = []
+    rep_extra: list[float] = []
+    special = np.flatnonzero(np.isin(hnames, list(_RECURRENT | _CALLING))) if nk else np.zeros(0)
+    for k in special.astype(np.int64).tolist():
+        h, name = int(khead[k]), str(hnames[k])
         if name in _RECURRENT:
-            cls = "fc"
-            row = _recurrent_as_fc(row)
-            rep = float(row[F["steps"]])
-        elif sg.op_builtin[head] in opnames.CALLING_BUILTINS and name != "CALL_ONCE":
-            cls = "other"
-            sub, mult, note = _control_flow(model, sg, head, name, executor, ctx_bytes, _stack)
-            for kk, m in sub:
-                calls.append((k, kk, m * mult))
-            if note:
-                notes.append(note)
-        else:
-            cls = class_of_op(name)
-        if int(row[F["dtype"]]) in _QUANT_DTYPES:
-            # 8-bit kernels run other code (and other speeds) than float ones; 8-bit weights on
-            # float activations (dynamic range quantization) yet other code
-            cls += "_hy" if _float_input(sg, head) else "_q8"
-        types.append(f"{prefix}.{cls}")
-        if name in _RECURRENT:
-            # the gates: four element-wise functions over batch x cells, per step
-            k2 = len(types)
-            gate = row.copy()
-            n = row[F["rows"]] * row[F["cout"]]
-            gate[F["n_out"]] = gate[F["rows"]] = n
-            gate[F["in_bytes"]] = gate[F["out_bytes"]] = 4.0 * n
+            feats[k] = _recurrent_as_fc(feats[k])
+            rep = float(feats[k, F["steps"]])
+            repeat[k] = rep
+            # the gates: element-wise functions over batch x (gates x cells), per step
+            gate = feats[k].copy()
+            m = gate[F["rows"]] * gate[F["cout"]]
+            gate[F["n_out"]] = gate[F["rows"]] = m
+            gate[F["in_bytes"]] = gate[F["out_bytes"]] = 4.0 * m
             gate[F["w_bytes"]] = gate[F["macs"]] = 0.0
             gate[F["opcode"]] = float(opnames.builtin_code("LOGISTIC"))
-            types.append(f"{prefix}.math")
-            rows.append(gate)
-            kops.append([head])
-            repeat.append(rep)
-            del k2
-        rows.append(row)
-        repeat.append(rep)
-    feats = np.vstack(rows) if rows else np.zeros((0, len(FEATURES)))
+            rows_extra.append(gate)
+            types_extra.append(f"{_prefix(owner[h])}.math")
+            kops_extra.append((h,))
+            rep_extra.append(rep)
+        else:
+            sub, mult, note = _control_flow(model, sg, h, name, executor, ctx_bytes, _stack)
+            for kk, mm in sub:
+                calls.append((k, kk, mm * mult))
+            if note:
+                notes.append(note)
+    if rows_extra:
+        feats = np.vstack([feats, *rows_extra])
+        types += types_extra
+        kops += kops_extra
+        repeat = np.concatenate([repeat, rep_extra])
     return Kernels(
         types=types,
-        features=feats,
-        ops=[tuple(o) for o in kops],
+        features=feats if nk or rows_extra else np.zeros((0, len(FEATURES))),
+        ops=kops,
         op_kernel=op_kernel,
-        repeat=np.asarray(repeat, dtype=np.float64),
+        repeat=repeat,
         partitions=partitions,
         calls=calls,
         notes=notes,
         executor=executor,
         op_delegate=owner,
     )
+
+
+def _float_inputs(sg: Subgraph, heads: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """Per head op: whether its data input is floating point (hybrid if its weights are
+    8-bit); ``TRANSPOSE_CONV``'s data input is its third."""
+    ctx = Ctx.of(sg)
+    t = ctx.inp(heads, 0)
+    tc = names == "TRANSPOSE_CONV"
+    if tc.any():
+        t[tc] = ctx.inp(heads[tc], 2)
+    dt = ctx.dtype_of(t)
+    out: np.ndarray = np.isin(dt, [int(DType.FLOAT32), int(DType.FLOAT16)])
+    return out
 
 
 def _float_input(sg: Subgraph, op: int) -> bool:
@@ -446,12 +484,24 @@ def _claimed(
         return [None] * sg.num_ops, {}
     from edgepart.claim.delegation import claim
 
+    key = (executor, subgraph, tuple(sorted((context or {}).items())))
+    per_model = _CLAIMS.setdefault(model, {})
+    hit = per_model.get(key)
+    if hit is not None:
+        return list(hit[0]), dict(hit[1])
     delegates = () if executor == "xnnpack" else (executor,)
     res = claim(model, delegates, subgraph=subgraph, context=context)
     parts: dict[str, int] = {}
     for p in res.partitions():
         parts[p.delegate] = parts.get(p.delegate, 0) + 1
+    per_model[key] = (list(res.owner), dict(parts))
     return list(res.owner), parts
+
+
+# claims per model (a model is costed on several processors and by several cost models)
+_CLAIMS: weakref.WeakKeyDictionary[Model, dict[Any, tuple[list[str | None], dict[str, int]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _root(group: np.ndarray, i: int) -> int:
@@ -462,80 +512,80 @@ def _root(group: np.ndarray, i: int) -> int:
 
 def _xnnpack_rules(
     sg: Subgraph,
-    names: list[str],
-    owner: list[str | None],
+    names: np.ndarray,
     xnn: np.ndarray,
     free: np.ndarray,
     group: np.ndarray,
-    sigs: Sequence[OpSig],
+    folded: np.ndarray,
 ) -> None:
-    """Apply XNNPACK's fusion and elision rules (module docstring) to its ops."""
+    """Apply XNNPACK's fusion and elision rules (module docstring) to its ops (vectorized;
+    only the few PAD candidates are checked one by one)."""
+    ctx = Ctx.of(sg)
     cons = analysis.consumers(sg)
     ncons = cons.lengths()
     producer = _producers(sg)
-    is_out = np.zeros(sg.num_tensors, dtype=bool)
+    nt = sg.num_tensors
+    is_out = np.zeros(nt, dtype=bool)
     is_out[sg.outputs.astype(np.int64)] = True
     const = sg.tensor_is_constant
-
-    def internal(t: int) -> bool:
-        """A value produced and consumed inside XNNPACK ops only (not a boundary)."""
-        if t < 0 or is_out[t] or const[t]:
-            return False
-        p = producer[t]
-        if p < 0 or not xnn[p] or free[p]:
-            return False
-        c = cons.row(t)
-        return len(c) > 0 and all(bool(xnn[int(j)]) for j in c)
-
-    for i in range(sg.num_ops):
-        if not xnn[i] or free[i]:
-            continue
-        name = names[i]
-        ins = [int(t) for t in sg.op_inputs.row(i)]
-        outs = [int(t) for t in sg.op_outputs.row(i)]
-        if name in _COPIES:
-            x = ins[0] if ins else -1
-            y = outs[0] if outs else -1
-            if internal(x) or internal(y):
-                free[i] = True
-            continue
-        if name in _CLAMPS or (name in ("MINIMUM", "MAXIMUM") and _scalar_const(sg, ins)):
-            x = ins[0] if ins else -1
-            if x < 0 and len(ins) > 1:
-                x = ins[1]
-            if name in ("MINIMUM", "MAXIMUM") and const[ins[0]]:
-                x = ins[1]
-            p = int(producer[x]) if x >= 0 else -1
-            if (
-                p >= 0
-                and xnn[p]
-                and not free[p]
-                and names[_root(group, p)] in _CLAMP_PRODUCERS
-                and ncons[x] == 1
-                and not is_out[x]
-            ):
-                group[i] = _root(group, p)
-            continue
-        if name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
-            x = ins[0]
-            p = int(producer[x])
-            if (
-                p >= 0
-                and xnn[p]
-                and names[p] in ("PAD", "PADV2")
-                and ncons[x] == 1
-                and not is_out[x]
-                and _padding(sg, i) == "VALID"
-                and _spatial_zero_pad(sg, p)
-            ):
-                # the conv absorbs the pad: the pad joins the conv's kernel
-                group[p] = i
-                group[i] = i
+    # a value produced and read by XNNPACK ops only (not a partition boundary)
+    cons_ops = cons.idx.astype(np.int64)
+    cons_t = cons.row_ids()
+    non_xnn_readers = np.bincount(cons_t, weights=~xnn[cons_ops], minlength=nt) if len(
+        cons_t
+    ) else np.zeros(nt)  # fmt: skip
+    prod_ok = (producer >= 0) & xnn[np.maximum(producer, 0)] & ~folded[np.maximum(producer, 0)]
+    internal = prod_ok & ~is_out & ~const & (ncons > 0) & (non_xnn_readers == 0)
+    cand = xnn & ~free
+    ops = np.arange(sg.num_ops)
+    # copies run in place when either side is internal
+    cp = np.flatnonzero(cand & np.isin(names, list(_COPIES)))
+    if len(cp):
+        x, y = ctx.inp(cp, 0), ctx.out(cp, 0)
+        ok = ((x >= 0) & internal[np.maximum(x, 0)]) | ((y >= 0) & internal[np.maximum(y, 0)])
+        free[cp[ok]] = True
+    # clamps (and MINIMUM/MAXIMUM with a constant scalar) join a producer with an output clamp
+    cl = cand & np.isin(names, list(_CLAMPS))
+    mm = np.flatnonzero(cand & np.isin(names, ["MINIMUM", "MAXIMUM"]))
+    x_of = np.full(sg.num_ops, -1, dtype=np.int64)
+    if cl.any():
+        x_of[cl] = ctx.inp(ops[cl], 0)
+    if len(mm):
+        a, b = ctx.inp(mm, 0), ctx.inp(mm, 1)
+        sa = (a >= 0) & const[np.maximum(a, 0)] & (sg.tensor_numel[np.maximum(a, 0)] == 1)
+        sb = (b >= 0) & const[np.maximum(b, 0)] & (sg.tensor_numel[np.maximum(b, 0)] == 1)
+        x_of[mm[sb]] = a[sb]
+        x_of[mm[sa & ~sb]] = b[sa & ~sb]
+    ci = np.flatnonzero(x_of >= 0)
+    if len(ci):
+        x = x_of[ci]
+        p = producer[x]
+        pp = np.maximum(p, 0)
+        ok = (
+            (p >= 0)
+            & xnn[pp]
+            & ~free[pp]
+            & np.isin(names[pp], list(_CLAMP_PRODUCERS))
+            & (ncons[x] == 1)
+            & ~is_out[x]
+        )
+        group[ci[ok]] = p[ok]
+    # a zero spatial PAD joins a following VALID convolution
+    cv = np.flatnonzero(cand & np.isin(names, ["CONV_2D", "DEPTHWISE_CONV_2D"]))
+    if len(cv):
+        x = ctx.inp(cv, 0)
+        p = producer[np.maximum(x, 0)]
+        pp = np.maximum(p, 0)
+        ok = (x >= 0) & (p >= 0) & xnn[pp] & np.isin(names[pp], ["PAD", "PADV2"])
+        ok &= (ncons[np.maximum(x, 0)] == 1) & ~is_out[np.maximum(x, 0)]
+        for i, pi in zip(cv[ok].tolist(), p[ok].tolist(), strict=True):
+            if _padding(sg, i) == "VALID" and _spatial_zero_pad(sg, pi):
+                group[pi] = i
 
 
 def _accel_rules(
     sg: Subgraph,
-    names: list[str],
+    names: np.ndarray,
     owner: list[str | None],
     accel: np.ndarray,
     free: np.ndarray,
@@ -545,9 +595,7 @@ def _accel_rules(
     cons = analysis.consumers(sg)
     producer = _producers(sg)
     const = sg.tensor_is_constant
-    for i in range(sg.num_ops):
-        if not accel[i] or free[i] or names[i] not in _ACCEL_FUSABLE:
-            continue
+    for i in np.flatnonzero(accel & ~free & np.isin(names, list(_ACCEL_FUSABLE))).tolist():
         ins = [int(t) for t in sg.op_inputs.row(i) if int(t) >= 0]
         var = [t for t in ins if not const[t]]
         if len(var) != 1:
@@ -618,17 +666,23 @@ def _base_features(
     out[:, F["macs"]] = work.macs
     out[:, F["dtype"]] = work.dtype
     out[:, F["ctx_bytes"]] = ctx_bytes
-    cache: dict[int, np.ndarray] = {}
     geo_cols = [F[k] for k in FEATURES if k not in _WORK_COLS]
-    for i in range(n):
-        s = sigs[i]
-        g = cache.get(id(s))
-        if g is None:
-            g = cache[id(s)] = _geometry(s, sg.op_builtin[i])
-        out[i, geo_cols] = g
-        if s.op == "Convolution2DTransposeBias" and out[i, F["macs"]] == 0:
-            # a custom op has no work rule: input pixels x kernel taps x output x input channels
-            out[i, F["macs"]] = out[i, F["rows"]] * out[i, F["red"]] * out[i, F["cin"]]
+    if not n:
+        return out
+    # geometry once per distinct signature (ops of one signature share the OpSig object)
+    ids = np.fromiter(map(id, sigs), np.int64, n)
+    _, rep, inv = np.unique(ids, return_index=True, return_inverse=True)
+    codes = sg.op_builtin
+    geo = np.vstack([_geometry(sigs[i], int(codes[i])) for i in rep.tolist()])
+    out[:, geo_cols] = geo[np.asarray(inv).reshape(-1)]
+    tconv = np.flatnonzero(
+        np.array([sigs[i].op == "Convolution2DTransposeBias" for i in rep.tolist()])[
+            np.asarray(inv).reshape(-1)
+        ]
+        & (out[:, F["macs"]] == 0)
+    )
+    # a custom op has no work rule: input pixels x kernel taps x output x input channels
+    out[tconv, F["macs"]] = out[tconv, F["rows"]] * out[tconv, F["red"]] * out[tconv, F["cin"]]
     return out
 
 

@@ -49,6 +49,7 @@ from edgepart.cost._table_costs import (
 from edgepart.cost.context import predecessors
 from edgepart.cost.delegate_nodes import ControlEdges, count_nodes, metadata_edges
 from edgepart.cost.hardware import Hardware
+from edgepart.cost.kernels import Kernels
 from edgepart.cost.predictor import Predictor
 from edgepart.cost.roofline import Roofline, roofline
 from edgepart.cost.table import (
@@ -162,6 +163,7 @@ class GraphCosts:
         self._overhead: list[Estimate] = []
         sigs = None
         self._pred: list[PredictedCosts | None] = [None] * len(self.processors)
+        kernel_cache: dict[str, Kernels] = {}  # processors of one executor share its kernels
         for p, proc in enumerate(hw.processors):
             tname = cm.table_name(proc.name)
             if tname is None:
@@ -173,7 +175,7 @@ class GraphCosts:
                         sigs = op_signatures(sg)
                     pc = predicted_costs(
                         model, sg, self.work, sigs, lat[:, p], cm.predictor, proc.delegate,
-                        proc.threads,
+                        proc.threads, kernel_cache,
                     )  # fmt: skip
                 if pc is None:
                     self._overhead.append(Estimate(proc.invoke_overhead_s, "profile"))

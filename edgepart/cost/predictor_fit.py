@@ -5,6 +5,10 @@ features, repeats) with one measured latency ``T``. The kernels' share of it is
 ``y = T - invoke overhead - delegate nodes``; nothing tells how ``y`` splits among the kernels,
 so every family below is fitted to the *sums* (the same structure as whole models):
 
+Every family minimizes the error of each chain's *total* (fixed costs included), relative to
+the measured total: a chain of a few tiny kernels is mostly invocation, and the difference
+between two nearly equal times says little about its kernels.
+
 ``linear``
     Per kernel type a fixed cost plus non-negative seconds per million MACs and per megabyte
     read, written and of weights (:data:`edgepart.cost.predictor.BASIS`): the sum over a chain
@@ -193,25 +197,28 @@ def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.
     from scipy.optimize import nnls
 
     a, _ = _design(d)
-    y = d.y
+    # the error that matters is the chain's: relative to its measured total, fixed costs
+    # included (a chain of a few tiny kernels is mostly invocation; its kernel part is noise)
+    tot = d.total
+    known = d.fixed + d.offset
     w = np.ones(d.chains)
     used = np.flatnonzero(np.abs(a).sum(axis=0) > 0)
     coef = np.zeros(a.shape[1])
     if not len(used):
         return coef.reshape(len(d.types), len(BASIS))
     for _ in range(3):
-        b = a[:, used] / y[:, None] * np.sqrt(w)[:, None]
+        b = a[:, used] / tot[:, None] * np.sqrt(w)[:, None]
         scale = np.linalg.norm(b, axis=0)
         scale[scale == 0] = 1.0
         bs = b / scale
-        rhs = np.sqrt(w)
+        rhs = (tot - known) / tot * np.sqrt(w)
         lam = np.sqrt(ridge * d.chains)
         bb = np.vstack([bs, lam * np.eye(len(used))])
         rr = np.concatenate([rhs, np.zeros(len(used))])
         sol, _ = nnls(bb, rr, maxiter=50 * len(used) + 200)
         coef[:] = 0.0
         coef[used] = sol / scale
-        rel = np.abs(a @ coef / y - 1.0)
+        rel = np.abs((a @ coef + known) / tot - 1.0)
         w = np.minimum(1.0, huber / np.maximum(rel, 1e-12))
     return coef.reshape(len(d.types), len(BASIS))
 
@@ -288,8 +295,8 @@ TREE_FEATURES = tuple(_F[n] for n in FEATURES if n not in ("steps", "ctx_bytes")
 
 
 def _loss(d: ChainData, p: np.ndarray, chains: np.ndarray | None = None) -> float:
-    s = np.bincount(d.c, weights=p * d.rep, minlength=d.chains)
-    r = np.log(np.maximum(s, 1e-15) / d.y)
+    s = np.bincount(d.c, weights=p * d.rep, minlength=d.chains) + d.fixed + d.offset
+    r = np.log(np.maximum(s, 1e-15) / d.total)
     if chains is not None:
         r = r[chains]
     return float(np.mean(np.minimum(r * r, 1.0)))
@@ -317,22 +324,26 @@ def fit_gbt(
     models: dict[int, _Trees] = {t: _Trees(TREE_FEATURES) for t in range(len(d.types))}
     rows_of = {t: np.flatnonzero(d.t == t) for t in range(len(d.types))}
     best, best_round, counts = _loss(d, base, np.flatnonzero(val)), 0, {t: 0 for t in models}
-    y = d.y
-    xs = d.x[:, list(TREE_FEATURES)]
+    known = d.fixed + d.offset
+    # float32 C-contiguous rows: scikit-learn's tree then skips its input checks (most of a
+    # small tree's fitting time)
+    xs = np.ascontiguousarray(d.x[:, list(TREE_FEATURES)], dtype=np.float32)
+    per_type = []
+    for t, rows in rows_of.items():
+        tr = rows[train_rows[rows]]
+        if len(tr) >= 2 * min_leaf:
+            per_type.append((t, rows, tr, xs[rows], xs[tr]))
     for it in range(rounds):
         p = base * np.exp(g)
-        s = np.bincount(d.c, weights=p * d.rep, minlength=d.chains)
-        r = np.clip(np.log(np.maximum(s, 1e-15) / y), -1.0, 1.0)
+        s = np.bincount(d.c, weights=p * d.rep, minlength=d.chains) + known
+        r = np.clip(np.log(np.maximum(s, 1e-15) / d.total), -1.0, 1.0)
         share = p * d.rep / np.maximum(s[d.c], 1e-15)
         hess = share * share + 1e-6
         target = np.clip(-r[d.c] * share / hess, -2.0, 2.0)
-        for t, rows in rows_of.items():
-            tr = rows[train_rows[rows]]
-            if len(tr) < 2 * min_leaf:
-                continue
+        for t, rows, tr, x_all, x_tr in per_type:
             m = tree_cls(max_depth=depth, min_samples_leaf=min_leaf, random_state=seed)
-            m.fit(xs[tr], target[tr], sample_weight=hess[tr])
-            g[rows] += lr * m.predict(xs[rows])
+            m.fit(x_tr, target[tr], sample_weight=hess[tr], check_input=False)
+            g[rows] += lr * m.predict(x_all, check_input=False)
             models[t].trees.append(m)
             models[t].scale.append(lr)
         if val.any():

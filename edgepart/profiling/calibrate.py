@@ -521,8 +521,8 @@ def measure(
             break
         if cfg.max_chains and len(meas.chains) >= cfg.max_chains:
             break
-        if cfg.adaptive and weights_for is not None and b >= 2 and b % 2 == 0:
-            weights = weights_for(meas)
+        if cfg.adaptive and weights_for is not None and b >= 2 and (b <= 8 or b % 8 == 0):
+            weights = weights_for(meas)  # often early, then every 8 batches (it costs a fit)
         specs = draw_specs(rng, cfg.batch, weights=weights)
         batch_load = load_now()
         prepared: list[tuple[ChainSpec, Any, dict[str, Sampler], dict[str, Any]]] = []
