@@ -61,7 +61,17 @@ def register(subparsers: Any) -> None:
         metavar="NPZ",
         help="refit saved measurements (host.measurements.npz) instead of measuring",
     )
-    p.add_argument("--predictor-out", metavar="JSON", help="with --fit-only: the predictor file")
+    p.add_argument(
+        "--predictor-out", metavar="JSON", help="with --fit-only or --from-table: the predictor"
+    )
+    p.add_argument(
+        "--from-table",
+        action="append",
+        default=[],
+        metavar="TABLE=MODEL",
+        help="fit a predictor from a per-op latency table (edgepart profile, also --adb on a "
+        "phone) of MODEL instead of calibrating this host (repeatable; with --predictor-out)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print the fit report as JSON")
     p.set_defaults(func=handler)
@@ -78,8 +88,12 @@ def handler(args: argparse.Namespace) -> int:
         refit,
     )
 
+    if args.from_table:
+        return _from_tables(args)
     if not args.host:
-        raise UsageError("calibrate: only --host is supported here (phones: see docs)")
+        raise UsageError(
+            "calibrate: give --host (measure this machine) or --from-table TABLE=MODEL"
+        )
     bar = None if args.no_progress or args.json else _make_bar()
     if args.fit_only:
         out = args.predictor_out or str(
@@ -135,6 +149,35 @@ def handler(args: argparse.Namespace) -> int:
             f"{res.budget_s:.0f} s budget"
         )
     _report(res.reports, args, [str(f) for f in res.files])
+    return 0
+
+
+def _from_tables(args: argparse.Namespace) -> int:
+    from edgepart.cost.table import load_table
+    from edgepart.errors import UsageError
+    from edgepart.profiling.table_fit import predictor_from_tables
+    from edgepart.tflite.reader import read_model
+
+    if not args.predictor_out:
+        raise UsageError("--from-table needs --predictor-out JSON")
+    family = "linear" if args.family == "auto" else args.family
+    pairs = []
+    for item in args.from_table:
+        table, sep, model = item.partition("=")
+        if not sep or not table or not model:
+            raise UsageError(f"--from-table {item!r}: expected TABLE=MODEL")
+        t = load_table(table)
+        m = read_model(model)
+        pairs.extend((m, pt) for pt in t.processors.values())
+    pred = predictor_from_tables(pairs, family=family, seed=args.seed)
+    pred.save(args.predictor_out)
+    for name, cp in sorted(pred.configs.items()):
+        fam = cp.extra.get("families", {}).get(cp.family, {})
+        print(
+            f"{name}: {cp.extra.get('chains', 0)} measured kernels and partitions, {cp.family}; "
+            f"held-out median error {fam.get('median_abs', float('nan')):.1%}"
+        )
+    print(f"wrote {args.predictor_out}")
     return 0
 
 

@@ -111,7 +111,7 @@ def test_measure_keeps_to_its_budget():
 
 def test_calibrate_cli_errors(tmp_path, capsys):
     assert main(["calibrate"]) == 2
-    assert "only --host" in capsys.readouterr().err
+    assert "give --host" in capsys.readouterr().err
     bad = tmp_path / "x.npz"
     bad.write_bytes(b"not a zip")
     assert main(["calibrate", "--host", "--fit-only", str(bad)]) == 2
@@ -129,3 +129,27 @@ def test_report_json(small_measurements, tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["files"] == [str(out)]
     assert {r["config"] for r in rep["reports"]} == {"xnnpack_1t", "builtin_1t"}
+
+
+def test_predictor_from_a_per_op_table(corpus, tmp_path, capsys):
+    """A measured per-op table (here the host's; a phone's from `profile --adb` has the same
+    format) fits a predictor that reproduces the table's own sum on its model."""
+    from edgepart.cost.estimate import estimate_model
+    from edgepart.tflite.reader import read_model
+
+    table = tmp_path / "t.json"
+    assert main(["profile", str(corpus["mobilenet_v2"]), "-o", str(table), "--no-progress",
+                 "--executor", "builtin"]) == 0  # fmt: skip
+    out = tmp_path / "p.json"
+    rc = main(["calibrate", "--from-table", f"{table}={corpus['mobilenet_v2']}",
+               "--predictor-out", str(out)])  # fmt: skip
+    assert rc == 0
+    assert "host_builtin_1t:" in capsys.readouterr().out
+    pred = load_predictor(out)
+    m = read_model(corpus["mobilenet_v2"])
+    est = estimate_model(m, pred)[0]
+    from edgepart.cost.table import load_table
+
+    pt = load_table(table).processors["host_builtin_1t"]
+    assert est.seconds == pytest.approx(pt.models[0]["predicted_s"], rel=0.25)
+    assert main(["calibrate", "--from-table", "x.json"]) == 2
