@@ -57,16 +57,16 @@ def table_chains(
     for key, e in sorted(pt.entries.items()):
         if e.kind != "group" or e.extra.get("role") not in ("delegate_partition", "segment"):
             continue
-        for ops in e.extra.get("op_indices", []):
-            ops = [int(o) for o in (ops if isinstance(ops, list) else [ops])]
-            if not ops or max(ops) >= sg.num_ops:
+        for raw in e.extra.get("op_indices", []):
+            members = [int(o) for o in (raw if isinstance(raw, list) else [raw])]
+            if not members or max(members) >= sg.num_ops:
                 continue
-            if group_signature(sg, ops, [sigs[i] for i in ops]).key != key:
+            if group_signature(sg, members, [sigs[i] for i in members]).key != key:
                 continue
-            kid = sorted({int(k.op_kernel[o]) for o in ops if k.op_kernel[o] >= 0})
+            kid = sorted({int(k.op_kernel[o]) for o in members if k.op_kernel[o] >= 0})
             if kid:
                 out.append((_sub(k, kid), e.value_s, 0.0, None))
-                in_group.update(ops)
+                in_group.update(members)
     # single ops (CPU rows, host units): kernels whose every op has an entry
     for kid, ops in enumerate(k.ops):
         if any(o in in_group for o in ops) or k.repeat[kid] != 1:
