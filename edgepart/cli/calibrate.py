@@ -161,7 +161,7 @@ def _from_tables(args: argparse.Namespace) -> int:
     if not args.predictor_out:
         raise UsageError("--from-table needs --predictor-out JSON")
     family = "linear" if args.family == "auto" else args.family
-    pairs = []
+    pairs: list[Any] = []
     for item in args.from_table:
         table, sep, model = item.partition("=")
         if not sep or not table or not model:

@@ -68,16 +68,16 @@ def table_chains(
                 out.append((_sub(k, kid), e.value_s, 0.0, None))
                 in_group.update(members)
     # single ops (CPU rows, host units): kernels whose every op has an entry
-    for kid, ops in enumerate(k.ops):
-        if any(o in in_group for o in ops) or k.repeat[kid] != 1:
+    for j, kops in enumerate(k.ops):
+        if any(o in in_group for o in kops) or k.repeat[j] != 1:
             continue
-        vals = [value.get(sigs[o].key) for o in ops]
+        vals = [value.get(sigs[o].key) for o in kops]
         if any(v is None for v in vals):
             continue
         t = float(sum(v for v in vals if v is not None))
         if t > 0:
-            cls = k.types[kid].partition(".")[2]
-            out.append((_sub(k, [kid]), t, 0.0, cls))
+            cls = k.types[j].partition(".")[2]
+            out.append((_sub(k, [j]), t, 0.0, cls))
     return out
 
 
@@ -129,7 +129,7 @@ def predictor_from_tables(
     for m, pt in pairs:
         by_proc.setdefault(pt.name, []).append((m, pt))
     configs = {}
-    devices = set()
+    devices: set[str] = set()
     for name, ps in sorted(by_proc.items()):
         cp, _ = config_from_tables(name, ps, family=family, seed=seed)
         configs[name] = cp
