@@ -166,6 +166,7 @@ def build(name: str) -> bytes:
 
     tf.keras.utils.set_random_seed(SEED)
     apps = tf.keras.applications
+
     # a batch of one, as the zoo's models have: static shapes everywhere (a dynamic batch
     # dimension would keep the GPU and NNAPI delegates from taking anything)
     def inp(size: int) -> Any:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 DATA = ROOT / "edgepart" / "data" / "latency" / "tflite_published_pixel.json"
-CONFIGS = (("cpu_4t", "xnnpack", "cpu"), ("gpu", "gpu", "gpu"), ("nnapi", "nnapi", "nnapi"))
+CONFIGS = (("cpu_4t", "xnnpack", "xnnpack"), ("gpu", "gpu", "gpu"), ("nnapi", "nnapi", "nnapi"))
 
 
 def main(argv: list[str] | None = None) -> int:
