@@ -96,6 +96,7 @@ def run_one(
     cfg = ProfileConfig(executor=executor, threads=threads)
     res = profile_model(model, cfg, model_bytes=path.read_bytes(), name=name, input_shapes=shapes)
     assert res.model_stats is not None
+    model = res.model or model  # shapes resolved where they depend on the inputs
     hw = Hardware("host", (ProcessorSpec("cpu", threads=threads),))
     pt = res.table.processors[res.processor]
     row: dict[str, object] = {
@@ -119,6 +120,15 @@ def run_one(
         row[f"{stat}_meas_s"] = meas
         row[f"{stat}_err"] = pred.seconds / meas - 1.0
         row["sources"] = gc.source_counts("cpu")
+        # the same table without its segments: standalone op values only (the old prediction)
+        bare = table.restat(stat)
+        for p in bare.processors.values():
+            for k in [k for k, e in p.entries.items() if e.extra.get("role") == "segment"]:
+                del p.entries[k]
+            p._families = None
+        cm0 = CostModel(hw, bare, table_for={"cpu": res.processor})
+        p0 = cm0.costs(model.main, model).partition_latency(range(model.main.num_ops), "cpu")
+        row[f"{stat}_noseg_err"] = p0.seconds / meas - 1.0
     return row
 
 
@@ -132,7 +142,7 @@ def one_run(
     rows = []
     head = f"{'model':<22} {'executor':<8} {'ops':>4} {'fused':>5} {'ctx':>4}"
     for stat in STATS:
-        head += f" | {stat + ' us':>10} {'pred':>9} {'err':>7}"
+        head += f" | {stat + ' us':>10} {'pred':>9} {'err':>7} {'(no seg)':>8}"
     print(head + f" | {'prof s':>6}")
     for name, path in models.items():
         for ex in executors:
@@ -147,7 +157,7 @@ def one_run(
                 line += (
                     f" | {float(r[f'{stat}_meas_s']) * 1e6:>10.2f} "
                     f"{float(r[f'{stat}_pred_s']) * 1e6:>9.2f} "
-                    f"{float(r[f'{stat}_err']):>+7.1%}"
+                    f"{float(r[f'{stat}_err']):>+7.1%} ({float(r[f'{stat}_noseg_err']):>+6.1%})"
                 )
             print(line + f" | {float(r['profile_s']):>6.1f}", flush=True)
     return rows
@@ -161,9 +171,16 @@ def summarize(rows: list[dict[str, object]], stat: str, executor: str | None) ->
     w5 = sum(e <= 0.05 for e in errs) / len(errs)
     w10 = sum(e <= 0.10 for e in errs) / len(errs)
     who = executor or "all"
+    bare = [abs(float(r[f"{stat}_noseg_err"])) for r in sel if f"{stat}_noseg_err" in r]  # type: ignore[arg-type]
+    extra = ""
+    if bare:
+        extra = (
+            f"   [without segments: median {statistics.median(bare):6.1%}, within 10% "
+            f"{sum(e <= 0.10 for e in bare) / len(bare):6.1%}]"
+        )
     return (
         f"{stat:>6} {who:<8}: n={len(errs):>2}  median |err| {statistics.median(errs):6.1%}"
-        f"  within 5%: {w5:6.1%}  within 10%: {w10:6.1%}"
+        f"  within 5%: {w5:6.1%}  within 10%: {w10:6.1%}{extra}"
     )
 
 

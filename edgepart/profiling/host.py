@@ -106,6 +106,8 @@ class ProfileResult:
     fused: list[tuple[int, ...]] = field(default_factory=list)
     delegate_nodes: int = 0  # delegate partitions of the whole model (XNNPACK)
     predicted: float = 0.0
+    model: Model | None = None  # the model profiled (its shapes resolved where they depend
+    # on the inputs): what the table's signatures describe
 
     def value(self, stats: Stats) -> float:
         return stat_value(stats, self.statistic)
@@ -286,6 +288,7 @@ def profile_model(
         fused=fused,
         delegate_nodes=whole.delegate_nodes if whole else 0,
         predicted=predicted,
+        model=model,
     )
 
 
