@@ -42,7 +42,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 3
+SAMPLER_VERSION = 4
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -97,6 +97,7 @@ class ChainSpec:
     homogeneous: str | None = None
     executor_hint: str = "any"  # "xnnpack": builtin-only classes only as rare splits
     version: int = SAMPLER_VERSION
+    motif: bool = False  # a chain of network blocks (inverted residuals, bottlenecks ...)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +108,7 @@ class ChainSpec:
             "homogeneous": self.homogeneous,
             "executor_hint": self.executor_hint,
             "version": self.version,
+            "motif": self.motif,
         }
 
     @staticmethod
@@ -119,6 +121,7 @@ class ChainSpec:
             homogeneous=d.get("homogeneous"),
             executor_hint=str(d.get("executor_hint", "any")),
             version=int(d.get("version", SAMPLER_VERSION)),
+            motif=bool(d.get("motif", False)),
         )
 
 
@@ -131,6 +134,7 @@ def draw_specs(
     single_share: float = 0.6,
     q8_share: float = 0.15,
     hybrid_share: float = 0.05,
+    motif_share: float = 0.5,
     executor_hint: str = "any",
 ) -> list[ChainSpec]:
     """``count`` chain specs: a share homogeneous (one class, drawn by ``weights``), most of
@@ -150,8 +154,12 @@ def draw_specs(
         if rng.random() < homogeneous_share:
             p = np.array([w[c] for c in allowed], dtype=np.float64)
             homo = str(allowed[int(rng.choice(len(allowed), p=p / p.sum()))])
+        motif = False
         if homo:
             length = 1 if rng.random() < single_share else int(rng.integers(2, 7))
+        elif family != "hy" and rng.random() < motif_share:
+            motif = True  # blocks of real networks, drawn at random sizes
+            length = int(rng.integers(1, 4))
         else:
             length = int(rng.integers(3, 11))
         out.append(
@@ -162,6 +170,7 @@ def draw_specs(
                 weights=tuple(sorted((c, float(w[c])) for c in allowed)),
                 homogeneous=homo,
                 executor_hint=executor_hint,
+                motif=motif,
             )
         )
     return out
@@ -190,8 +199,221 @@ class _T:
     q: tuple[float, int] | None = None  # (scale, zero point)
 
 
+# ---------------------------------------------------------------------------- motifs
+
+
+class _Blocks:
+    """Network blocks at random sizes (mixed into :class:`_Chain`): the op patterns real models
+    repeat, so kernels are also measured next to the neighbours they usually have."""
+
+    def conv_op(self: Any, x: _T, cout: int, k: int = 1, stride: int = 1, act: str = "NONE",
+                kw: int | None = None) -> _T:  # fmt: skip
+        _, h, w, cin = x.shape
+        kw = k if kw is None else kw
+        ho, wo = -(-h // stride), -(-w // stride)
+        wt = self.weights((cout, k, kw, cin), k * kw * cin)
+        b = self.bias(cout, x)
+        y = self.tensor((1, ho, wo, cout), like=x)
+        self.op("CONV_2D", [x.idx, wt, b], [y], options={"padding": "SAME", "stride_h": stride,
+                "stride_w": stride, "fused_activation_function": act})  # fmt: skip
+        self.macs += ho * wo * cout * k * kw * cin
+        return y  # type: ignore[no-any-return]
+
+    def dw_op(self: Any, x: _T, k: int = 3, stride: int = 1, act: str = "NONE") -> _T:
+        _, h, w, c = x.shape
+        ho, wo = -(-h // stride), -(-w // stride)
+        wt = self.weights((1, k, k, c), k * k, qdim=3)
+        b = self.bias(c, x)
+        y = self.tensor((1, ho, wo, c), like=x)
+        self.op("DEPTHWISE_CONV_2D", [x.idx, wt, b], [y], options={"padding": "SAME",
+                "stride_h": stride, "stride_w": stride, "depth_multiplier": 1,
+                "fused_activation_function": act})  # fmt: skip
+        self.macs += ho * wo * c * k * k
+        return y  # type: ignore[no-any-return]
+
+    def bin_op(self: Any, op: str, a: _T, b: _T | int, act: str = "NONE") -> _T:
+        bi = b.idx if isinstance(b, _T) else b
+        y = self.tensor(a.shape, like=a)
+        opts = {"fused_activation_function": act} if op in ("ADD", "SUB", "MUL") else None
+        self.op(op, [a.idx, bi], [y], options=opts)
+        return y  # type: ignore[no-any-return]
+
+    def un_op(self: Any, op: str, x: _T) -> _T:
+        q = (1.0 / 256, -128) if self.q8 and op == "LOGISTIC" else x.q
+        y = self.tensor(x.shape, like=x, q=q)
+        self.op(op, [x.idx], [y])
+        return y  # type: ignore[no-any-return]
+
+    def act_op(self: Any, x: _T, kind: str) -> _T:
+        """A separate activation (``hswish`` and ``swish`` are what exporters emit)."""
+        if kind == "hswish":
+            return self.un_op("HARD_SWISH", x)  # type: ignore[no-any-return]
+        if kind == "swish" and not self.q8:
+            return self.bin_op("MUL", x, self.un_op("LOGISTIC", x))  # type: ignore[no-any-return]
+        if kind == "prelu" and not self.q8:
+            a = self.const(np.full((x.shape[-1],), 0.25, np.float32))
+            y = self.tensor(x.shape, like=x)
+            self.op("PRELU", [x.idx, a], [y])
+            return y  # type: ignore[no-any-return]
+        return x
+
+    def motif(self: Any) -> None:
+        kinds = {"inverted_residual": 3.0, "bottleneck": 1.5, "blaze": 1.5, "plain": 1.0,
+                 "transformer": 1.0, "audio": 0.7}  # fmt: skip
+        if self.q8:
+            kinds = {"inverted_residual": 3.0, "bottleneck": 1.0, "plain": 1.0}
+        getattr(self, "m_" + str(self.pick(kinds)))()
+
+    def block_input(self: Any, cmin: int = 8, cmax: int = 320) -> _T:
+        c = self.cur
+        if c is not None and len(c.shape) == 4 and self.u() < 0.7:
+            return c  # type: ignore[no-any-return]
+        h = self.logu(4, 112)
+        ch = self.chan(cmin, cmax)
+        while h * h * ch * 6 > MAX_ELEMS and h > 4:
+            h //= 2
+        return self.new_input((1, h, h, ch))  # type: ignore[no-any-return]
+
+    def m_inverted_residual(self: Any) -> None:
+        x = self.block_input()
+        cin = x.shape[-1]
+        t = int(self.pick({1: 0.15, 3: 0.15, 4: 0.2, 6: 0.5}))
+        stride = 2 if self.u() < 0.25 and x.shape[1] > 1 else 1
+        k = int(self.pick({3: 0.75, 5: 0.25}))
+        act = str(self.pick({"RELU6": 0.6, "hswish": 0.25, "NONE": 0.15}))
+        fused = act if act in ("RELU6", "NONE") else "NONE"
+        cout = cin if stride == 1 and self.u() < 0.6 else self.chan(8, 320)
+        h = x if t == 1 else self.act_op(self.conv_op(x, cin * t, 1, 1, fused), act)
+        h = self.act_op(self.dw_op(h, k, stride, fused), act)
+        if self.u() < 0.3 and not self.q8:  # squeeze-and-excitation
+            m = self.tensor((1, 1, 1, h.shape[-1]), like=h)
+            self.op("MEAN", [h.idx, self.const(np.array([1, 2], np.int32))], [m],
+                    options={"keep_dims": True})  # fmt: skip
+            r = self.conv_op(m, max(h.shape[-1] // 4, 8), 1, 1, "RELU")
+            e = self.un_op("LOGISTIC", self.conv_op(r, h.shape[-1], 1, 1))
+            h = self.bin_op("MUL", h, e)
+        y = self.conv_op(h, cout, 1, 1, "NONE")
+        if stride == 1 and cout == cin:
+            y = self.bin_op("ADD", y, x)
+        self.set(y)
+
+    def m_bottleneck(self: Any) -> None:
+        x = self.block_input(16, 512)
+        cin = x.shape[-1]
+        mid = max(8, int(cin * float(self.pick({0.25: 0.6, 0.5: 0.4}))))
+        stride = 2 if self.u() < 0.2 and x.shape[1] > 1 else 1
+        h = self.conv_op(x, mid, 1, 1, "RELU")
+        h = self.conv_op(h, mid, 3, stride, "RELU")
+        y = self.conv_op(h, cin, 1, 1, "NONE")
+        skip = x if stride == 1 else self.conv_op(x, cin, 1, stride, "NONE")
+        self.set(self.bin_op("ADD", y, skip, "RELU"))
+
+    def m_blaze(self: Any) -> None:
+        x = self.block_input(8, 128)
+        _, hh, ww, cin = x.shape
+        stride = 2 if self.u() < 0.3 and hh > 1 else 1
+        cout = cin + int(self.pick({0: 0.5, 8: 0.2, 16: 0.15, 32: 0.15}))
+        h = self.dw_op(x, int(self.pick({3: 0.4, 5: 0.6})), stride)
+        h = self.conv_op(h, cout, 1, 1)
+        skip = x
+        if stride == 2:
+            ho, wo = -(-hh // 2), -(-ww // 2)
+            p = self.tensor((1, ho, wo, cin), like=x, q=x.q)
+            self.op("MAX_POOL_2D", [x.idx], [p], options={"padding": "SAME", "stride_h": 2,
+                    "stride_w": 2, "filter_height": 2, "filter_width": 2})  # fmt: skip
+            skip = p
+        if cout > cin:
+            pads = np.array([[0, 0], [0, 0], [0, 0], [0, cout - cin]], np.int32)
+            sp = self.tensor((1, *skip.shape[1:3], cout), like=skip, q=skip.q)
+            self.op("PAD", [skip.idx, self.const(pads)], [sp])
+            skip = sp
+        y = self.bin_op("ADD", h, skip)
+        act = str(self.pick({"RELU": 0.6, "prelu": 0.4}))
+        self.set(self.un_op("RELU", y) if act == "RELU" else self.act_op(y, act))
+
+    def m_plain(self: Any) -> None:
+        x = self.block_input(3, 256)
+        for _ in range(int(self.rng.integers(1, 4))):
+            stride = 2 if self.u() < 0.2 and x.shape[1] > 2 else 1
+            x = self.conv_op(x, self.chan(8, 256), int(self.pick({3: 0.8, 1: 0.2})), stride,
+                             str(self.pick({"RELU": 0.7, "NONE": 0.3})))  # fmt: skip
+        self.set(x)
+
+    def m_transformer(self: Any) -> None:
+        c = self.cur
+        if c is not None and len(c.shape) == 3 and self.u() < 0.6:
+            x = c
+        else:
+            width = int(self.pick({64: 0.3, 128: 0.3, 256: 0.3, 512: 0.1}))
+            x = self.new_input((1, self.logu(4, 256), width))
+        _, t, d = x.shape
+        heads = int(self.pick({1: 0.2, 2: 0.2, 4: 0.4, 8: 0.2}))
+        dh = max(d // heads, 1)
+
+        def norm(v: _T) -> _T:
+            ax = self.const(np.array([2], np.int32))
+            m = self.tensor((1, t, 1), like=v)
+            self.op("MEAN", [v.idx, ax], [m], options={"keep_dims": True})
+            sq = self.tensor(v.shape, like=v)
+            self.op("SQUARED_DIFFERENCE", [v.idx, m.idx], [sq])
+            var = self.tensor((1, t, 1), like=v)
+            self.op("MEAN", [sq.idx, ax], [var], options={"keep_dims": True})
+            r = self.un_op(
+                "RSQRT", self.bin_op("ADD", var, self.const(np.array([1e-5], np.float32)))
+            )
+            n = self.bin_op("MUL", self.bin_op("SUB", v, m), r)
+            return self.bin_op("MUL", n, self.const(np.ones(d, np.float32)))  # type: ignore[no-any-return]
+
+        def fc(v: _T, n: int, act: str = "NONE") -> _T:
+            wt = self.weights((n, v.shape[-1]), v.shape[-1], qdim=None)
+            y = self.tensor((*v.shape[:-1], n), like=v)
+            self.op("FULLY_CONNECTED", [v.idx, wt, self.bias(n, v)], [y],
+                    options={"keep_num_dims": True, "fused_activation_function": act})  # fmt: skip
+            self.macs += _numel(v.shape[:-1]) * v.shape[-1] * n
+            return y  # type: ignore[no-any-return]
+
+        def heads_of(v: _T) -> _T:
+            r = self.tensor((t, heads, dh), like=v)
+            self.op("RESHAPE", [v.idx, self.const(np.array([t, heads, dh], np.int32))], [r],
+                    options={"new_shape": [t, heads, dh]})  # fmt: skip
+            tr = self.tensor((heads, t, dh), like=v)
+            self.op("TRANSPOSE", [r.idx, self.const(np.array([1, 0, 2], np.int32))], [tr])
+            return tr  # type: ignore[no-any-return]
+
+        h = norm(x)
+        q, k, v = (
+            heads_of(fc(h, heads * dh)),
+            heads_of(fc(h, heads * dh)),
+            heads_of(fc(h, heads * dh)),
+        )
+        s = self.tensor((heads, t, t), like=q)
+        self.op("BATCH_MATMUL", [q.idx, k.idx], [s], options={"adj_x": False, "adj_y": True})
+        a = self.tensor((heads, t, t), like=s)
+        self.op("SOFTMAX", [s.idx], [a], options={"beta": 1.0})
+        o = self.tensor((heads, t, dh), like=v)
+        self.op("BATCH_MATMUL", [a.idx, v.idx], [o], options={"adj_x": False, "adj_y": False})
+        self.macs += 2 * heads * t * t * dh
+        ot = self.tensor((t, heads, dh), like=o)
+        self.op("TRANSPOSE", [o.idx, self.const(np.array([1, 0, 2], np.int32))], [ot])
+        om = self.tensor((1, t, heads * dh), like=ot)
+        self.op("RESHAPE", [ot.idx, self.const(np.array([1, t, heads * dh], np.int32))], [om],
+                options={"new_shape": [1, t, heads * dh]})  # fmt: skip
+        x2 = self.bin_op("ADD", fc(om, d), x)
+        f = fc(norm(x2), 4 * d)
+        f = self.un_op("GELU", f) if self.u() < 0.5 else self.un_op("RELU", f)
+        self.set(self.bin_op("ADD", fc(f, d), x2))
+
+    def m_audio(self: Any) -> None:
+        x = self.audio()
+        for _ in range(int(self.rng.integers(1, 4))):
+            k = int(self.pick({3: 0.5, 5: 0.3, 1: 0.2}))
+            x = self.conv_op(x, self.chan(8, 128), k, 1, str(self.pick({"RELU": 0.7,
+                             "NONE": 0.3})), kw=1)  # fmt: skip
+        self.set(x)
+
+
 @dataclass
-class _Chain:
+class _Chain(_Blocks):
     spec: ChainSpec
     rng: np.random.Generator = field(init=False)
     mb: ModelBuilder = field(init=False)
@@ -380,7 +602,9 @@ class _Chain:
         w = dict(spec.weights) or dict(CLASS_WEIGHTS)
         allowed = {c: v for c, v in w.items() if c in FAMILIES[spec.family] and v > 0}
         splits = 0
-        for _ in range(spec.length):
+        for _ in range(spec.length if spec.motif else 0):
+            self.motif()
+        for _ in range(0 if spec.motif else spec.length):
             if spec.homogeneous:
                 cls = spec.homogeneous
             else:
