@@ -313,23 +313,29 @@ class ConfigPredictor:
 
     # ------------------------------------------------------------------ lookups
     def model_for(self, ktype: str) -> tuple[KernelModel | None, str]:
-        """The kernel model used for ``ktype`` and the type it was found under."""
-        m = self.kernels.get(ktype)
-        if m is not None:
-            return m, ktype
+        """The kernel model used for ``ktype`` and the type it was found under.
+
+        The type itself, then its plain class (``xnn.conv_q8`` -> ``xnn.conv``), the other CPU
+        executor's class, ``other``; each looked up here first, then in the fallback
+        configuration (the CPU kernels of a delegate's configuration).
+        """
         prefix, _, cls = ktype.partition(".")
+        plain = cls.removesuffix("_q8").removesuffix("_hy")
+        cands = [ktype, f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}", f"tfl.{plain}",
+                 f"xnn.{plain}", f"{prefix}.other", "tfl.other", "xnn.other"]  # fmt: skip
+        other = None
         if self.fallback and self._owner is not None:
             other = self._owner.configs.get(self.fallback)
-            if other is not None and other is not self:
-                m2 = other.kernels.get(ktype)
-                if m2 is not None:
-                    return m2, f"{self.fallback}:{ktype}"
-        plain = cls.removesuffix("_q8")
-        for alt in (f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}", f"tfl.{plain}",
-                    f"xnn.{plain}", f"{prefix}.other", "tfl.other", "xnn.other"):  # fmt: skip
-            m = self.kernels.get(alt)
+            if other is self:
+                other = None
+        for c in dict.fromkeys(cands):
+            m = self.kernels.get(c)
             if m is not None:
-                return m, alt
+                return m, c
+            if other is not None:
+                m = other.kernels.get(c)
+                if m is not None:
+                    return m, f"{self.fallback}:{c}"
         return None, ""
 
     def kernel_seconds(self, k: Kernels) -> tuple[np.ndarray, dict[str, str]]:

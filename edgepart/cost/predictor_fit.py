@@ -478,7 +478,6 @@ class FitReport:
             "family": self.family,
             "families": self.families,
             "per_type": self.per_type,
-            "fit_s": round(self.seconds, 1),
         }
 
 
