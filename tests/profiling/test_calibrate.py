@@ -153,3 +153,26 @@ def test_predictor_from_a_per_op_table(corpus, tmp_path, capsys):
     pt = load_table(table).processors["host_builtin_1t"]
     assert est.seconds == pytest.approx(pt.models[0]["predicted_s"], rel=0.25)
     assert main(["calibrate", "--from-table", "x.json"]) == 2
+
+
+@pytest.mark.slow
+def test_calibrate_host_end_to_end_within_its_budget(tmp_path, monkeypatch, capsys):
+    """`calibrate --host --budget 1` measures, fits and writes the host profile, its predictor
+    and the measurements within the minute; `--profile host` then finds them."""
+    from edgepart.devices.profile import load_profile
+
+    t0 = time.monotonic()
+    rc = main(["calibrate", "--host", "--budget", "1", "-o", str(tmp_path), "--no-progress",
+               "--family", "linear"])  # fmt: skip
+    elapsed = time.monotonic() - t0
+    assert rc == 0
+    assert elapsed < 60 * 1.1
+    out = capsys.readouterr().out
+    assert "wrote" in out and "chains" in out
+    for f in ("host.yaml", "host.predictor.json", "host.measurements.npz"):
+        assert (tmp_path / f).is_file()
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(tmp_path / "host.yaml"))
+    prof = load_profile("host")
+    assert prof.processors[0].peak_ops_per_s["fp32"].provenance == "measured"
+    pred = load_predictor(prof.latency_predictor)
+    assert {c.executor for c in pred.configs.values()} == {"xnnpack", "builtin"}
