@@ -42,7 +42,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 4
+SAMPLER_VERSION = 5
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -644,9 +644,24 @@ class _Chain(_Blocks):
         return str(self.pick({"NONE": 0.45, "RELU": 0.25, "RELU6": 0.3}))
 
     def k_conv(self) -> None:
-        if self.u() < 0.12:
+        r = self.u()
+        sh = sw = 0
+        if r < 0.1:
             x = self.audio()
             kh, kw = int(self.pick({1: 0.3, 3: 0.4, 5: 0.2, 9: 0.1})), 1
+        elif r < 0.16:
+            # 1-D filter banks of audio front ends: long kernels along a long axis
+            x = self.signal()
+            kh, kw = 1, self.logu(8, 256)
+            sh, sw = 1, int(self.pick({1: 0.4, 2: 0.3, 4: 0.2, 8: 0.1}))
+        elif r < 0.22:
+            # asymmetric kernels (spectrogram convolutions, factorized 1xk/kx1 layers)
+            x = self.img()
+            kh = int(self.pick({1: 0.3, 3: 0.3, 5: 0.2, 7: 0.2}))
+            kw = self.logu(1, 41)
+            if self.u() < 0.5:
+                kh, kw = kw, kh
+            sh, sw = 1, int(self.pick({1: 0.7, 2: 0.15, 3: 0.15}))
         else:
             x = self.img()
             k = int(self.pick({1: 0.45, 3: 0.4, 5: 0.07, 7: 0.04, 0: 0.04}))
@@ -657,6 +672,9 @@ class _Chain(_Blocks):
                 kh = kw = k
         _, h, w, cin = x.shape
         stride = 2 if (self.u() < 0.2 and h >= 2) else 1
+        if not sh:
+            sh = sw = stride
+        stride = max(sh, sw)
         dil = 2 if (stride == 1 and self.u() < 0.04 and max(kh, kw) > 1) else 1
         pad = "VALID" if self.u() < 0.2 and h >= kh and w >= kw else "SAME"
         explicit_pad = pad == "VALID" and max(kh, kw) > 1 and self.u() < 0.5
@@ -672,11 +690,11 @@ class _Chain(_Blocks):
             _, h, w, cin = x.shape
         ekh, ekw = (kh - 1) * dil + 1, (kw - 1) * dil + 1
         if pad == "SAME":
-            ho, wo = -(-h // stride), -(-w // stride)
+            ho, wo = -(-h // sh), -(-w // sw)
         else:
-            ho, wo = (h - ekh) // stride + 1, (w - ekw) // stride + 1
+            ho, wo = (h - ekh) // sh + 1, (w - ekw) // sw + 1
         if ho < 1 or wo < 1:
-            pad, ho, wo = "SAME", -(-h // stride), -(-w // stride)
+            pad, ho, wo = "SAME", -(-h // sh), -(-w // sw)
         # work and weight caps: shrink the output channels
         while cout > 1 and (ho * wo * cout * kh * kw * cin > MAX_KERNEL_MACS
                             or cout * kh * kw * cin * 4 > MAX_WEIGHT_BYTES):  # fmt: skip
@@ -690,7 +708,7 @@ class _Chain(_Blocks):
             "CONV_2D",
             [x.idx, wt, b],
             [y],
-            options={"padding": pad, "stride_h": stride, "stride_w": stride,
+            options={"padding": pad, "stride_h": sh, "stride_w": sw,
                      "dilation_h_factor": dil, "dilation_w_factor": dil,
                      "fused_activation_function": self.act()},
         )  # fmt: skip
@@ -698,6 +716,15 @@ class _Chain(_Blocks):
         self.set(y)
         if self.u() < 0.1:
             self.clamp()
+
+    def signal(self) -> _T:
+        """A long 1-D signal as NHWC ``[1, 1, W, C]`` (W up to 44,000 samples)."""
+        c = self.current(4, fresh=0.5)
+        if c is not None and c.shape[1] == 1 and c.shape[2] >= 64:
+            return c
+        w = self.logu(256, 44000)
+        ch = int(self.pick({1: 0.5, 2: 0.1, 8: 0.2, 16: 0.2}))
+        return self.new_input((1, 1, w, ch))
 
     def pad_spatial(self, x: _T, p: tuple[int, int]) -> _T:
         n, h, w, c = x.shape
