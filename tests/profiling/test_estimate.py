@@ -126,3 +126,21 @@ def test_estimate_resolves_shapes_computed_in_the_model(corpus, tmp_path, monkey
     assert main(["estimate", str(corpus["dynamic_batch"]), "--profile", "host",
                  "--input-shape", "bad"]) == 2  # fmt: skip
     assert "expected NAME=D1,D2" in capsys.readouterr().err
+
+
+def test_partition_on_the_host_profile_uses_its_predictor(corpus, tmp_path, monkeypatch, capsys):
+    """`partition --profile host` costs the model with the calibrated host's predictor."""
+    y = host_files(tmp_path, toy_predictor())
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(y))
+    m = read_model(corpus["mobilenet_v2"])
+    est = estimate_model(m, toy_predictor(), configs=["xnnpack_1t"])[0]
+    assert main(["partition", str(corpus["mobilenet_v2"]), "--profile", "host"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("predicted latency"))
+    ms = float(line.split()[2])
+    assert ms == pytest.approx(est.seconds * 1e3, abs=5e-4)
+    # the shipped x86_host profile is a record of another machine, not this one
+    from edgepart.devices.profile import profile_dir
+
+    head = (profile_dir() / "x86_host.yaml").read_text().split("schema:")[0]
+    assert "--profile host" in head and "record of one" in head
