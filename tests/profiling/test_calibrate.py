@@ -88,6 +88,23 @@ def test_refit_from_the_same_measurements_is_byte_identical(small_measurements, 
     assert p.obtained == "measured" and p.calibration["chains"] >= 24
 
 
+@pytest.mark.parametrize("family", ["gbt", "rf", "auto"])
+def test_tree_refits_are_byte_identical(small_measurements, tmp_path, family):
+    """The tree families (and the cross-validated choice between all families) are seeded:
+    the same measurements and seed give the same predictor file, byte for byte."""
+    pytest.importorskip("sklearn")
+    _, path = small_measurements
+    outs = []
+    for k in range(2):
+        pred, _ = fit_host_predictor(load_measurements(path), family=family, seed=4)
+        out = tmp_path / f"{family}{k}.json"
+        pred.save(out)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    fams = {c.family for c in load_predictor(tmp_path / f"{family}0.json").configs.values()}
+    assert fams <= {"linear", "gbt", "rf"} and (family == "auto" or fams == {family})
+
+
 def test_cli_fit_only_writes_the_same_predictor_twice(small_measurements, tmp_path, capsys):
     _, path = small_measurements
     a, b = tmp_path / "a.json", tmp_path / "b.json"
