@@ -316,13 +316,18 @@ class ConfigPredictor:
         """The kernel model used for ``ktype`` and the type it was found under.
 
         The type itself, then its plain class (``xnn.conv_q8`` -> ``xnn.conv``), the other CPU
-        executor's class, ``other``; each looked up here first, then in the fallback
-        configuration (the CPU kernels of a delegate's configuration).
+        executor's class, ``other`` (for ``other`` kernels then ``copy``: a pass over the
+        data); each looked up here first, then in the fallback configuration (the CPU kernels
+        of a delegate's configuration).
         """
         prefix, _, cls = ktype.partition(".")
         plain = cls.removesuffix("_q8").removesuffix("_hy")
         cands = [ktype, f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}", f"tfl.{plain}",
                  f"xnn.{plain}", f"{prefix}.other", "tfl.other", "xnn.other"]  # fmt: skip
+        if plain == "other":
+            # an op of no known class (custom ops, rare builtins) that no calibration chain
+            # covered: a pass over its data, the least any kernel costs
+            cands += [f"{prefix}.copy", "tfl.copy", "xnn.copy"]
         other = None
         if self.fallback and self._owner is not None:
             other = self._owner.configs.get(self.fallback)

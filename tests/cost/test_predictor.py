@@ -73,6 +73,19 @@ def test_unknown_types_fall_back_to_their_class():
         p.configs["xnnpack_1t"].model_seconds(k2)
 
 
+def test_kernels_of_no_class_fall_back_to_a_copy_of_their_data():
+    p = simple_predictor()
+    with pytest.raises(PredictorError, match=r"no model for kernel type 'tfl\.other'"):
+        p.configs["xnnpack_1t"].model_seconds(kernels(["tfl.other"], [feat(0, 1e6)]))
+    coef = np.zeros(len(BASIS))
+    coef[0], coef[4] = 1e-6, 1e-4  # 1 us plus 100 us per MB read
+    cfg = p.configs["xnnpack_1t"]
+    cfg.kernels["xnn.copy"] = KernelModel("xnn.copy", coef, cv={"q10": -0.1, "q90": 0.1})
+    e = cfg.model_seconds(kernels(["tfl.other"], [feat(0, 1e6)]))
+    assert e.fallbacks == {"tfl.other": "xnn.copy"}
+    assert e.by_type["tfl.other"] == pytest.approx(1e-6 + 1e-4)
+
+
 def test_file_round_trip_is_byte_identical(tmp_path):
     p = simple_predictor()
     a = tmp_path / "a.json"
