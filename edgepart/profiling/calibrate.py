@@ -161,6 +161,9 @@ class Measurements:
                     "batch": c.batch,
                     "load": c.load,
                     "note": c.note,
+                    # executors decomposed, kernels or not: a chain XNNPACK runs as nothing
+                    # but free ops has no rows, yet is a measurement of its fixed costs
+                    "executors": sorted(c.kernels),
                 }
             )
         header = {
@@ -242,10 +245,13 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
         for ei, ex in enumerate(execs):
             rows = bounds.get((ci, ei))
             if rows is None:
-                continue
+                if ex in c.get("executors", ()):
+                    rows = []
+                else:
+                    continue
             kernels[ex] = Kernels(
                 types=[types[int(k_type[r])] for r in rows],
-                features=k_feat[rows],
+                features=k_feat[rows].reshape(len(rows), len(FEATURES)),
                 ops=[() for _ in rows],
                 op_kernel=np.zeros(0, np.int64),
                 repeat=k_rep[rows],

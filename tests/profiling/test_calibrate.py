@@ -72,6 +72,34 @@ def test_measurements_round_trip(small_measurements):
     assert meas.host["clocks"]["xnnpack_1t"] == "thread cpu time"
 
 
+def test_a_chain_with_no_kernels_survives_the_round_trip(small_measurements, tmp_path):
+    """A chain XNNPACK runs as free ops only (no kernel rows) is still a measurement of the
+    configuration's fixed costs: the refit from the file must see the chains the fit saw."""
+    import copy
+
+    from edgepart.cost.kernels import Kernels
+    from edgepart.profiling.calibrate import chains_for
+
+    meas, _ = small_measurements
+    m2 = copy.deepcopy(meas)
+    nf = m2.chains[0].kernels["xnnpack"].features.shape[1]
+    empty = Kernels(
+        types=[],
+        features=np.zeros((0, nf)),
+        ops=[],
+        op_kernel=np.zeros(0, np.int64),
+        repeat=np.zeros(0),
+        executor="xnnpack",
+    )
+    m2.chains[0].kernels["xnnpack"] = empty
+    path = tmp_path / "m.npz"
+    m2.save(path)
+    back = load_measurements(path)
+    assert len(back.chains[0].kernels["xnnpack"]) == 0
+    for cfg in ("xnnpack_1t", "builtin_1t"):
+        assert len(chains_for(back, cfg)) == len(chains_for(m2, cfg))
+
+
 def test_refit_from_the_same_measurements_is_byte_identical(small_measurements, tmp_path):
     pytest.importorskip("sklearn")
     _, path = small_measurements
