@@ -15,7 +15,11 @@ it back (so options decode lazily, as for any real model), then times:
 The device is the shipped profile with the most processors; if it has fewer than 4, copies of
 its CPU are added, clearly named, to reach 4 (the cost model treats processors alike).
 
-Usage: ``python benchmarks/cost_speed.py [--ops 100000] [--profile NAME]``
+With ``--predictor FILE`` (a latency predictor, e.g. from ``edgepart calibrate --host``) it also
+times ``CostModel.costs`` with the predictor backing every processor it has a configuration for
+(kernels found with the executor's fusion rules, then one prediction per distinct kernel).
+
+Usage: ``python benchmarks/cost_speed.py [--ops 100000] [--profile NAME] [--predictor FILE]``
 """
 
 from __future__ import annotations
@@ -131,6 +135,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ops", type=int, default=100_000)
     ap.add_argument("--profile")
+    ap.add_argument("--predictor", help="latency predictor file to time as well")
     args = ap.parse_args()
 
     from edgepart.cost.model import CostModel
@@ -199,6 +204,18 @@ def main() -> int:
 
         t_tb, gct = best(cost_table, 3)
         rows.append(("CostModel.costs, table on cpu + roofline (incl. read)", t_tb))
+        if args.predictor:
+            from edgepart.cost.predictor import load_predictor
+
+            pred = load_predictor(args.predictor)
+
+            def cost_predictor():
+                mm = fresh()
+                return CostModel(hw, predictor=pred).costs(mm.main, mm)
+
+            t_pr, gcp = best(cost_predictor, 3)
+            rows.append(("CostModel.costs, predictor where it has a config (incl. read)", t_pr))
+            print(f"predicted sources on {hw.processors[0].name}: {gcp.source_counts(0)}")
         mm = fresh()
         cm = CostModel(hw, table, table_for={hw.processors[0].name: tname})
         cm.costs(mm.main, mm)

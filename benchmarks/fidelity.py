@@ -19,10 +19,29 @@ own timing); on a shared, busy machine the lower statistics are the less interfe
 The machine is shared and its speed drifts, so ``--runs N`` repeats the whole comparison N times
 (fresh profiles each time) and prints each run's summary and the spread over runs.
 
+Two modes:
+
+``--mode table`` (default): as above, the latency table of each model itself (profile it, then
+predict it).
+
+``--mode predictor --predictor FILE``: models the predictor has never seen. A predictor from
+``edgepart calibrate --host`` (fitted on generated kernel chains only) predicts every model on
+each of its configurations (XNNPACK with 1 and 2 threads, builtin kernels with 1 thread), from
+its kernels alone; then all models are measured under every configuration, interleaved (a
+fresh random order each round), and the comparison is repeated ``--runs`` times. With one
+thread the measured figure is the 10th percentile of CPU time per invocation (robust to
+preemption on a shared machine); wall time is reported too. Per configuration it prints the
+shares within +-5% and +-10% and the median error of each run and of the medians over runs.
+The model set is the corpus (``tools/build_corpus.py``, the default set plus
+``mobilenet_v2_224`` and ``resnet50``) and every real-model corpus model LiteRT runs
+(``tools/real_models.py``), with the input shapes its manifest gives.
+
 Usage::
 
     python benchmarks/fidelity.py [--executors xnnpack,builtin] [--threads 1] [--runs 1]
-                                  [--models a,b] [--extra DIR] [--json OUT]
+                                  [--models a,b|all] [--extra DIR] [--json OUT]
+    python benchmarks/fidelity.py --mode predictor --predictor host.predictor.json [--runs 3]
+                                  [--models a,b] [--rounds 9] [--json OUT]
 """
 
 from __future__ import annotations
@@ -37,6 +56,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))  # this checkout's edgepart, run from anywhere
 
 STATS = ("median", "p10", "min")
 
@@ -61,7 +81,13 @@ def corpus(names: list[str] | None) -> dict[str, Path]:
     return out
 
 
-def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, object]:
+def run_one(
+    name: str,
+    path: Path,
+    executor: str,
+    threads: int,
+    shapes: dict[str, list[int]] | None = None,
+) -> dict[str, object]:
     from edgepart.cost.hardware import Hardware, ProcessorSpec
     from edgepart.cost.model import CostModel
     from edgepart.profiling.host import ProfileConfig, profile_model
@@ -69,8 +95,9 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
 
     model = read_model(path)
     cfg = ProfileConfig(executor=executor, threads=threads)
-    res = profile_model(model, cfg, model_bytes=path.read_bytes(), name=name)
+    res = profile_model(model, cfg, model_bytes=path.read_bytes(), name=name, input_shapes=shapes)
     assert res.model_stats is not None
+    model = res.model or model  # shapes resolved where they depend on the inputs
     hw = Hardware("host", (ProcessorSpec("cpu", threads=threads),))
     pt = res.table.processors[res.processor]
     row: dict[str, object] = {
@@ -81,6 +108,7 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
         "fused": len(res.fused),
         "context": sum(1 for e in pt.entries.values() if e.extra.get("role") == "context"),
         "profile_s": res.elapsed_s,
+        "segments": sum(1 for e in pt.entries.values() if e.extra.get("role") == "segment"),
     }
     for stat in STATS:
         table = res.table.restat(stat)
@@ -93,20 +121,34 @@ def run_one(name: str, path: Path, executor: str, threads: int) -> dict[str, obj
         row[f"{stat}_meas_s"] = meas
         row[f"{stat}_err"] = pred.seconds / meas - 1.0
         row["sources"] = gc.source_counts("cpu")
+        # the same table without its segments: standalone op values only (the old prediction)
+        bare = table.restat(stat)
+        for p in bare.processors.values():
+            for k in [k for k, e in p.entries.items() if e.extra.get("role") == "segment"]:
+                del p.entries[k]
+            p._families = None
+        cm0 = CostModel(hw, bare, table_for={"cpu": res.processor})
+        p0 = cm0.costs(model.main, model).partition_latency(range(model.main.num_ops), "cpu")
+        row[f"{stat}_noseg_err"] = p0.seconds / meas - 1.0
     return row
 
 
-def one_run(models: dict[str, Path], executors: list[str], threads: int) -> list[dict[str, object]]:
+def one_run(
+    models: dict[str, Path],
+    executors: list[str],
+    threads: int,
+    shapes: dict[str, dict[str, list[int]] | None] | None = None,
+) -> list[dict[str, object]]:
     """Profile and compare every model once per executor, printing a row each."""
     rows = []
     head = f"{'model':<22} {'executor':<8} {'ops':>4} {'fused':>5} {'ctx':>4}"
     for stat in STATS:
-        head += f" | {stat + ' us':>10} {'pred':>9} {'err':>7}"
+        head += f" | {stat + ' us':>10} {'pred':>9} {'err':>7} {'(no seg)':>8}"
     print(head + f" | {'prof s':>6}")
     for name, path in models.items():
         for ex in executors:
             try:
-                r = run_one(name, path, ex, threads)
+                r = run_one(name, path, ex, threads, (shapes or {}).get(name))
             except Exception as err:
                 print(f"{name:<22} {ex:<8} FAILED: {type(err).__name__}: {err}")
                 continue
@@ -116,7 +158,7 @@ def one_run(models: dict[str, Path], executors: list[str], threads: int) -> list
                 line += (
                     f" | {float(r[f'{stat}_meas_s']) * 1e6:>10.2f} "
                     f"{float(r[f'{stat}_pred_s']) * 1e6:>9.2f} "
-                    f"{float(r[f'{stat}_err']):>+7.1%}"
+                    f"{float(r[f'{stat}_err']):>+7.1%} ({float(r[f'{stat}_noseg_err']):>+6.1%})"
                 )
             print(line + f" | {float(r['profile_s']):>6.1f}", flush=True)
     return rows
@@ -130,23 +172,172 @@ def summarize(rows: list[dict[str, object]], stat: str, executor: str | None) ->
     w5 = sum(e <= 0.05 for e in errs) / len(errs)
     w10 = sum(e <= 0.10 for e in errs) / len(errs)
     who = executor or "all"
+    bare = [abs(float(r[f"{stat}_noseg_err"])) for r in sel if f"{stat}_noseg_err" in r]  # type: ignore[arg-type]
+    extra = ""
+    if bare:
+        extra = (
+            f"   [without segments: median {statistics.median(bare):6.1%}, within 10% "
+            f"{sum(e <= 0.10 for e in bare) / len(bare):6.1%}]"
+        )
     return (
         f"{stat:>6} {who:<8}: n={len(errs):>2}  median |err| {statistics.median(errs):6.1%}"
-        f"  within 5%: {w5:6.1%}  within 10%: {w10:6.1%}"
+        f"  within 5%: {w5:6.1%}  within 10%: {w10:6.1%}{extra}"
     )
+
+
+def predictor_models(
+    names: list[str] | None,
+) -> dict[str, tuple[Path, dict[str, list[int]] | None]]:
+    """Corpus (default set plus the two large CNNs) and real models LiteRT runs, with input
+    shapes for the dynamic ones."""
+    import real_models
+
+    out: dict[str, tuple[Path, dict[str, list[int]] | None]] = {}
+    want = set(names) if names else None
+    import build_corpus
+
+    corpus_names = [*build_corpus.default_names(), "mobilenet_v2_224", "resnet50"]
+    for name, path in corpus([n for n in corpus_names if want is None or n in want]).items():
+        out[name] = (path, None)
+    manifest = real_models.load_manifest()["models"]
+    for name, entry in sorted(manifest.items()):
+        if want is not None and name not in want:
+            continue
+        if not entry.get("runnable"):
+            print(f"skip {name}: LiteRT does not run it here")
+            continue
+        try:
+            path = real_models.ensure(name)
+        except Exception as err:
+            print(f"skip {name}: {err}")
+            continue
+        out[name] = (Path(path), entry.get("input_shapes"))
+    return out
+
+
+def predictor_mode(args: argparse.Namespace) -> int:
+    from edgepart.cost.estimate import estimate_model
+    from edgepart.cost.predictor import load_predictor
+    from edgepart.profiling.shapes import needs_resolution, resolved_subgraph
+    from edgepart.profiling.whole import measure_models
+    from edgepart.tflite.reader import read_model
+
+    pred = load_predictor(args.predictor)
+    configs = [(n, c.executor, c.threads) for n, c in sorted(pred.configs.items())]
+    models = predictor_models(None if args.models in (None, "all") else args.models.split(","))
+    preds: dict[tuple[str, str], float] = {}
+    contents: dict[str, tuple[bytes, dict[str, list[int]] | None]] = {}
+    for name, (path, shapes) in models.items():
+        model = read_model(path)
+        content = path.read_bytes()
+        try:
+            sg = None
+            if needs_resolution(model.main) or shapes:
+                sg = resolved_subgraph(model, content, shapes)
+            for e in estimate_model(model, pred, sg=sg):
+                preds[(name, e.config)] = e.seconds
+        except Exception as err:
+            print(f"{name}: cannot predict ({type(err).__name__}: {err})")
+            continue
+        contents[name] = (content, shapes)
+    rows: list[dict[str, object]] = []
+    t0 = time.perf_counter()
+    for run in range(args.runs):
+        load0 = os.getloadavg()[0]
+        timings = measure_models(contents, configs, rounds=args.rounds, seed=run)
+        load1 = os.getloadavg()[0]
+        for t in timings:
+            p = preds.get((t.name, t.config))
+            meas = t.value("p10", "auto")
+            if p is None or meas is None:
+                continue
+            wall = t.value("p10", "wall")
+            rows.append(
+                {
+                    "run": run,
+                    "model": t.name,
+                    "config": t.config,
+                    "pred_s": p,
+                    "meas_s": meas,
+                    "meas_clock": "cpu" if t.cpu is not None else "wall",
+                    "wall_s": wall,
+                    "err": p / meas - 1.0,
+                    "wall_err": (p / wall - 1.0) if wall else None,
+                    "load": (load0 + load1) / 2,
+                }
+            )
+        print(f"\n=== run {run + 1} of {args.runs} (load average {load0:.1f} -> {load1:.1f})")
+        _predictor_summary([r for r in rows if r["run"] == run], configs)
+    # medians over runs, per model and configuration
+    print("\n=== medians over runs")
+    med: list[dict[str, object]] = []
+    for name in sorted(contents):
+        for c, _, _ in configs:
+            rs = [r for r in rows if r["model"] == name and r["config"] == c]
+            if not rs:
+                continue
+            m = statistics.median(float(r["meas_s"]) for r in rs)  # type: ignore[arg-type]
+            p = float(rs[0]["pred_s"])  # type: ignore[arg-type]
+            med.append({"model": name, "config": c, "pred_s": p, "meas_s": m, "err": p / m - 1})
+    for c, _, _ in configs:
+        print(f"-- {c}")
+        for r in [r for r in med if r["config"] == c]:
+            print(
+                f"   {r['model']:<40} measured {float(r['meas_s']) * 1e6:>11.1f} us  predicted "  # type: ignore[arg-type]
+                f"{float(r['pred_s']) * 1e6:>11.1f} us  {float(r['err']):>+7.1%}"  # type: ignore[arg-type]
+            )
+    _predictor_summary(med, configs)
+    loads = [float(r["load"]) for r in rows]  # type: ignore[arg-type]
+    if loads:
+        print(f"load average during the runs: {min(loads):.1f} .. {max(loads):.1f}")
+    print(f"total {time.perf_counter() - t0:.0f} s")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"runs": rows, "medians": med}, indent=1, sort_keys=True) + "\n"
+        )
+    return 0
+
+
+def _predictor_summary(rows: list[dict[str, object]], configs: list[tuple[str, str, int]]) -> None:
+    for c, _, _ in configs:
+        errs = [abs(float(r["err"])) for r in rows if r["config"] == c]  # type: ignore[arg-type]
+        if not errs:
+            continue
+        print(
+            f"{c:<12} n={len(errs):>2}  median |err| {statistics.median(errs):6.1%}  "
+            f"within 5%: {sum(e <= 0.05 for e in errs) / len(errs):6.1%}  "
+            f"within 10%: {sum(e <= 0.10 for e in errs) / len(errs):6.1%}"
+        )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mode", choices=("table", "predictor"), default="table")
+    ap.add_argument("--predictor", help="predictor file (--mode predictor)")
+    ap.add_argument("--rounds", type=int, default=9, help="samples per model per run (predictor)")
     ap.add_argument("--executors", default="xnnpack,builtin")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--models", help="comma-separated corpus names (default: default corpus)")
+    ap.add_argument(
+        "--models",
+        help="comma-separated corpus names (default: default corpus; 'all': the corpus and the "
+        "real models LiteRT runs, as --mode predictor uses)",
+    )
     ap.add_argument("--extra", help="directory of additional .tflite files to include")
     ap.add_argument("--runs", type=int, default=1, help="repeat the whole comparison N times")
     ap.add_argument("--json", help="write all rows here")
     args = ap.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    models = corpus(args.models.split(",") if args.models else None)
+    if args.mode == "predictor":
+        if not args.predictor:
+            ap.error("--mode predictor needs --predictor FILE")
+        return predictor_mode(args)
+    shapes: dict[str, dict[str, list[int]] | None] = {}
+    if args.models == "all":  # the corpus and the real models, as in --mode predictor
+        both = predictor_models(None)
+        models = {k: p for k, (p, _) in both.items()}
+        shapes = {k: s for k, (_, s) in both.items()}
+    else:
+        models = corpus(args.models.split(",") if args.models else None)
     if args.extra:
         for p in sorted(Path(args.extra).glob("*.tflite")):
             models[p.stem] = p
@@ -157,7 +348,7 @@ def main() -> int:
     for run in range(args.runs):
         if args.runs > 1:
             print(f"\n=== run {run + 1} of {args.runs} ===")
-        got = one_run(models, executors, args.threads)
+        got = one_run(models, executors, args.threads, shapes)
         for r in got:
             r["run"] = run
         rows.extend(got)

@@ -9,14 +9,14 @@ import numpy as np
 from edgepart.cost import fusion
 from edgepart.cost.context import ROLE
 from edgepart.cost.signature import OpSig, group_key, group_signature
-from edgepart.cost.table import INTERPOLATED, MEASURED, ROOFLINE, UNKNOWN, ProcessorTable
+from edgepart.cost.table import INTERPOLATED, MEASURED, PREDICTED, ROOFLINE, UNKNOWN, ProcessorTable
 from edgepart.cost.units import state_groups
 from edgepart.cost.work import OpWork
 from edgepart.ir.graph import Subgraph
 
-__all__ = ["SOURCES", "SRC", "apply_context", "fill_from_table", "table_groups"]
+__all__ = ["SOURCES", "SRC", "apply_context", "fill_from_table", "fill_missing", "table_groups"]
 
-SOURCES = (MEASURED, INTERPOLATED, ROOFLINE, UNKNOWN)
+SOURCES = (MEASURED, INTERPOLATED, PREDICTED, ROOFLINE, UNKNOWN)
 SRC = {s: i for i, s in enumerate(SOURCES)}
 
 
@@ -54,6 +54,36 @@ def fill_from_table(
     delegated[hit] = dlg[cls][hit]
 
 
+def fill_missing(
+    pt: ProcessorTable, sg: Subgraph, work: OpWork, lat: np.ndarray, src: np.ndarray
+) -> None:
+    """Ops the table does not cover whose estimate is not finite (no roofline peak for their
+    dtype, as in a processor known only by its table) get one scaled from the table itself:
+    the measured ops of the same kind (else all measured ops), seconds per byte moved, median;
+    flagged ``interpolated``. A model whose op failed to time, or whose shapes are computed at
+    run time, then still gets a finite latency."""
+    bad = ~np.isfinite(lat) & ~work.folded
+    if not bad.any():
+        return
+    per_op: dict[str, list[float]] = {}
+    every: list[float] = []
+    for e in pt.entries.values():
+        if e.kind != "op" or e.bytes <= 0:
+            continue
+        rate = e.value_s / e.bytes
+        every.append(rate)
+        per_op.setdefault(str(e.extra.get("op", "")), []).append(rate)
+    if not every:
+        return
+    glob = float(np.median(every))
+    nbytes = work.bytes.astype(np.float64)
+    for i in np.flatnonzero(bad).tolist():
+        rates = per_op.get(sg.op_name(i))
+        rate = float(np.median(rates)) if rates else glob
+        lat[i] = rate * max(float(nbytes[i]), 1.0)
+        src[i] = SRC[INTERPOLATED]
+
+
 def table_groups(
     sg: Subgraph, pt: ProcessorTable, sigs: Sequence[OpSig], lat: np.ndarray, src: np.ndarray
 ) -> list[tuple[tuple[int, ...], str]]:
@@ -70,6 +100,19 @@ def table_groups(
     fused_keys = {k for k, e in pt.entries.items() if e.extra.get("role") == "fused"}
     if fused_keys:
         cands.extend(_fused_chains(sg, pt.executor, sigs, fused_keys, fusion.candidate_pairs))
+    # segments (edgepart.profiling.segments) name their ops; they apply where those ops have
+    # the recorded signatures (the model they were measured on), after the groups inside them
+    for key, seg in sorted(pt.entries.items()):
+        if seg.extra.get("role") != "segment":
+            continue
+        members = seg.extra.get("op_indices")
+        if not isinstance(members, list) or not members:
+            continue
+        ops = tuple(int(i) for i in members)
+        if max(ops) >= sg.num_ops or min(ops) < 0:
+            continue
+        if group_signature(sg, list(ops), [sigs[i] for i in ops]).key == key:
+            cands.append((tuple(sorted(ops)), key))
     for ops, key in cands:
         e = pt.entries.get(key)
         if e is None:

@@ -129,6 +129,7 @@ class Hardware:
     processors: tuple[ProcessorSpec, ...]
     links: tuple[LinkSpec, ...] = ()
     source: str | None = None
+    predictor: str | None = None  # latency predictor file (edgepart.cost.predictor)
 
     def processor(self, name: str) -> ProcessorSpec:
         """The processor called ``name``; the error lists the valid names."""
@@ -194,7 +195,13 @@ def hardware_from_profile(profile: Any) -> Hardware:
         LinkSpec(lk.src, lk.dst, float(lk.bandwidth_bytes_per_s.value), float(lk.latency_s.value))
         for lk in profile.links
     )
-    return Hardware(profile.name, tuple(procs), links, getattr(profile, "path", None) or None)
+    return Hardware(
+        profile.name,
+        tuple(procs),
+        links,
+        getattr(profile, "path", None) or None,
+        getattr(profile, "latency_predictor", None) or None,
+    )
 
 
 def load_hardware(name_or_path: str) -> Hardware:

@@ -1,9 +1,12 @@
 """The :class:`CostModel` the partitioner calls: op, group, partition and transfer costs.
 
 A cost model combines a device's :class:`~edgepart.cost.hardware.Hardware` (roofs, overheads,
-links) with measured latency tables. For each processor, an op's latency comes from, in order of
-preference, a *measured* table entry, a value *interpolated* from measured ops of the same
-family, or the *roofline*; every number says which (:class:`~edgepart.cost.table.Estimate`).
+links) with measured latency tables and a latency predictor. For each processor, an op's latency
+comes from, in order of preference, a *measured* table entry, a value *interpolated* from
+measured ops of the same family, a *predicted* one (the processor's executor configuration in
+the device's :class:`~edgepart.cost.predictor.Predictor`: the op's share of its kernel), or the
+*roofline*; every number says which (:class:`~edgepart.cost.table.Estimate`), and predicted
+ones carry the predictor's uncertainty band.
 
 Costing is per subgraph and cached: :meth:`CostModel.costs` computes the work of all ops, their
 signatures and an ``[ops, processors]`` latency matrix once (vectorized; one table lookup per
@@ -35,16 +38,26 @@ from functools import cached_property
 import numpy as np
 
 from edgepart.claim.delegation import claim
-from edgepart.cost._table_costs import SOURCES, SRC, apply_context, fill_from_table, table_groups
+from edgepart.cost._table_costs import (
+    SOURCES,
+    SRC,
+    apply_context,
+    fill_from_table,
+    fill_missing,
+    table_groups,
+)
 from edgepart.cost.context import predecessors
 from edgepart.cost.delegate_nodes import ControlEdges, count_nodes, metadata_edges
 from edgepart.cost.hardware import Hardware
+from edgepart.cost.kernels import Kernels
+from edgepart.cost.predicted_costs import PredictedCosts, predicted_costs
+from edgepart.cost.predictor import Predictor
 from edgepart.cost.programs import compiled_programs
 from edgepart.cost.roofline import Roofline, roofline
-from edgepart.cost.signature import op_signatures
 from edgepart.cost.table import (
     INTERPOLATED,
     MEASURED,
+    PREDICTED,
     ROOFLINE,
     UNKNOWN,
     Estimate,
@@ -71,6 +84,9 @@ class CostModel:
         Measured latency tables (merged); a processor uses the table processor of the same
         name unless ``table_for`` maps it to another (e.g. ``{"cpu": "host_xnnpack_1t"}``).
         A processor whose ``latency_table`` names a file gets that file's table.
+    predictor
+        A latency predictor (object or file path) for processors without a table; by default
+        the one the device profile names (``Hardware.predictor``). ``False`` uses none.
     """
 
     def __init__(
@@ -79,10 +95,20 @@ class CostModel:
         tables: LatencyTable | None = None,
         *,
         table_for: Mapping[str, str] | None = None,
+        predictor: Predictor | str | bool | None = None,
     ) -> None:
         self.hardware = hardware
         self.tables = tables or LatencyTable()
         self.table_for = dict(table_for or {})
+        self.predictor: Predictor | None = None
+        if predictor is None:
+            predictor = hardware.predictor
+        if isinstance(predictor, str):
+            from edgepart.cost.predictor import load_predictor
+
+            self.predictor = load_predictor(predictor)
+        elif isinstance(predictor, Predictor):
+            self.predictor = predictor
         for spec in hardware.processors:
             if spec.latency_table and spec.name not in self.table_for:
                 # a processor pointing at a table file: merge it, use its only processor
@@ -144,10 +170,36 @@ class GraphCosts:
         self._claim: np.ndarray | None = None  # XNNPACK's predicted ops, computed if needed
         self._overhead: list[Estimate] = []
         sigs = None
+        self._pred: list[PredictedCosts | None] = [None] * len(self.processors)
+        kernel_cache: dict[str, Kernels] = {}  # processors of one executor share its kernels
         for p, proc in enumerate(hw.processors):
             tname = cm.table_name(proc.name)
             if tname is None:
-                self._overhead.append(Estimate(proc.invoke_overhead_s, "profile"))
+                pc = None
+                if cm.predictor is not None:
+                    if sigs is None:
+                        from edgepart.cost.signature import op_signatures
+
+                        sigs = op_signatures(sg)
+                    pc = predicted_costs(
+                        model, sg, self.work, sigs, lat[:, p], cm.predictor, proc.delegate,
+                        proc.threads, kernel_cache,
+                    )  # fmt: skip
+                if pc is None:
+                    self._overhead.append(Estimate(proc.invoke_overhead_s, "profile"))
+                    continue
+                self._pred[p] = pc
+                lat[:, p] = pc.latency
+                src[:, p] = _SRC[PREDICTED]
+                self._delegated[:, p] = pc.delegated
+                self._node_s[p] = pc.node_s
+                self._groups[p] = [(g, "") for g in pc.groups]
+                for gi, grp in enumerate(pc.groups):
+                    self._gid[list(grp), p] = gi
+                self._alone[:, p] = lat[:, p]
+                self._overhead.append(
+                    Estimate(pc.invoke_s, PREDICTED, f"predictor {pc.config.name} invocation")
+                )
                 continue
             pt = cm.tables.processors[tname]
             self._overhead.append(
@@ -158,6 +210,7 @@ class GraphCosts:
             if sigs is None:
                 sigs = op_signatures(sg)
             fill_from_table(pt, sigs, self.work, lat[:, p], src[:, p], self._delegated[:, p])
+            fill_missing(pt, sg, self.work, lat[:, p], src[:, p])
             self._node_s[p] = pt.delegate_node_s
             self._groups[p] = table_groups(sg, pt, sigs, lat[:, p], src[:, p])
             for g, (ops, key) in enumerate(self._groups[p]):
@@ -255,7 +308,18 @@ class GraphCosts:
         detail = f"{g.detail} + overhead ({o.source})"
         if parts:
             detail += f" + {parts} delegate partition(s)"
-        return Estimate(total, g.source, detail)
+        low = high = None
+        pc = self._pred[p]
+        if pc is not None and len(idx):
+            kt = pc.ktype[idx]
+            ok = kt >= 0
+            w = np.bincount(kt[ok], weights=self.latency[idx[ok], p], minlength=len(pc.types))
+            by_type = {pc.types[i]: float(v) for i, v in enumerate(w) if v > 0}
+            lo, hi = pc.config.band(by_type, float(w.sum()))
+            fixed = total - g.seconds
+            low = fixed + g.seconds / (1 + hi)
+            high = fixed + g.seconds / (1 + lo) if lo > -1 else float("inf")
+        return Estimate(total, g.source, detail, low, high)
 
     def delegate_partitions(self, ops: Iterable[int], proc: str | int) -> int:
         """Delegate kernels the executor forms among ``ops`` (the table's delegated ones),

@@ -54,6 +54,7 @@ MEASURED, INTERPOLATED, ROOFLINE = "measured", "interpolated", "roofline"
 UNKNOWN = "unknown"
 """The source of an op no estimate covers (a compiled accelerator program without a table
 entry): its latency is counted as 0 and every report says it is left out."""
+PREDICTED = "predicted"
 
 
 @dataclass(frozen=True)
@@ -89,11 +90,15 @@ class Entry:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A latency answer and where it came from (``measured``/``interpolated``/``roofline``)."""
+    """A latency answer and where it came from (``measured``/``interpolated``/``predicted``/
+    ``roofline``); predictions carry the band the measured value is expected in (10th to
+    90th percentile of the predictor's cross-validated errors), else ``None``."""
 
     seconds: float
     source: str
     detail: str = ""
+    low_s: float | None = None
+    high_s: float | None = None
 
 
 @dataclass

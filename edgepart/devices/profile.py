@@ -22,12 +22,14 @@ from edgepart.devices.yaml_files import Loc, check_header, load_yaml, resolve_ya
 from edgepart.errors import ProfileError
 
 __all__ = [
+    "HOST",
     "PROVENANCES",
     "DeviceProfile",
     "Link",
     "MemoryDomain",
     "Processor",
     "Quantity",
+    "host_profile_path",
     "load_profile",
     "profile_dir",
     "profile_names",
@@ -106,6 +108,7 @@ class DeviceProfile:
     default_delegates: tuple[str, ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
     path: str = ""
+    latency_predictor: str = ""  # absolute path of the predictor file, "" if none
 
     def processor(self, name: str) -> Processor:
         for p in self.processors:
@@ -133,14 +136,40 @@ def profile_names() -> list[str]:
     return search_path.names("device_profiles")
 
 
+HOST = "host"
+
+
+def host_profile_path() -> Path:
+    """Where ``edgepart calibrate --host`` writes this machine's profile (``host.yaml``):
+    ``$EDGEPART_HOST_PROFILE`` if set, else ``$XDG_CACHE_HOME/edgepart/host/host.yaml``
+    (``~/.cache/...`` without it)."""
+    env = os.environ.get("EDGEPART_HOST_PROFILE")
+    if env:
+        return Path(env)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "edgepart" / "host" / "host.yaml"
+
+
 def load_profile(name_or_path: str | os.PathLike[str]) -> DeviceProfile:
     """Load a profile by name (``"pixel8"``, found on the search path) or a YAML file by path.
+
+    The name ``host`` (unless a shipped profile has it) is this machine's calibrated profile,
+    :func:`host_profile_path`.
 
     Raises
     ------
     ProfileError
-        Unknown name (listing the known ones), or any invalid field (file and key path).
+        Unknown name (listing the known ones), no calibrated host profile, or any invalid
+        field (file and key path).
     """
+    if os.fspath(name_or_path) == HOST and HOST not in profile_names():
+        host = host_profile_path()
+        if not host.is_file():
+            raise ProfileError(
+                f"no calibrated host profile at {host}: run `edgepart calibrate --host` "
+                "(it measures this machine and writes one)"
+            )
+        name_or_path = str(host)
     path, mtime = resolve_yaml(name_or_path, "device_profiles", "device profile")
     # A profile names delegates, which the search path resolves: the cache keys on it too.
     return _load_cached(path, mtime, search_path.search_key())
@@ -169,9 +198,16 @@ def _parse(doc: Any, loc: Loc) -> DeviceProfile:
     loc.keys(
         d,
         ("schema", "name", "title", "soc", "source", "memory_domains", "processors"),
-        ("links", "default_delegates", "context"),
+        ("links", "default_delegates", "context", "latency_predictor"),
     )
     name = check_header(d, loc, SCHEMA)
+    predictor = ""
+    if "latency_predictor" in d:
+        rel = (loc / "latency_predictor").string(d["latency_predictor"])
+        pp = Path(rel) if os.path.isabs(rel) else Path(loc.file).resolve().parent / rel
+        if not pp.is_file():
+            raise (loc / "latency_predictor").error(f"no such predictor file {str(pp)!r}")
+        predictor = str(pp)
     domains: dict[str, MemoryDomain] = {}
     ml = loc / "memory_domains"
     for dn, body in ml.mapping(d["memory_domains"]).items():
@@ -229,6 +265,7 @@ def _parse(doc: Any, loc: Loc) -> DeviceProfile:
         default_delegates=defaults,
         context=context,
         path=loc.file,
+        latency_predictor=predictor,
     )
 
 

@@ -84,6 +84,44 @@ class Session:
             log.warning("cannot time %s: %s", [self.sg.describe_op(i) for i in u.ops], e)
         return self.timers.get(key)
 
+    def prepare_ops(self, ops: list[int], helpers: list[int]) -> Timer | None:
+        """A timer of an arbitrary convex set of ops (a segment), or None if it cannot run."""
+        from edgepart.tflite.writer import write_model
+
+        try:
+            content = write_model(standalone_model(self.model, ops, helpers))
+            return prepare(
+                content, self.cfg.executor, self.cfg.threads, self.cfg.timing, self.values
+            )
+        except EdgepartError as e:
+            log.warning("cannot time segment of ops %d..%d: %s", ops[0], ops[-1], e)
+            return None
+
+    def record_segment(self, ops: list[int], timer: Timer) -> None:
+        """A segment's in-context time as a group entry (role ``segment``) naming its ops, so
+        the cost model can find it in this model and scale its ops' values to it."""
+        g = group_signature(self.sg, ops, [self.sigs[i] for i in ops])
+        stats = timer.stats()
+        value = self.value(stats, timer.delegate_nodes)
+        self.pt.add(
+            Entry(
+                g.key,
+                g.family,
+                "group",
+                float(self.work.flops[ops].sum()),
+                float(self.work.bytes[ops].sum()),
+                stats,
+                value,
+                {
+                    "ops": len(ops),
+                    "op": self.sg.op_name(ops[0]),
+                    "role": "segment",
+                    "delegate_nodes": timer.delegate_nodes,
+                    "op_indices": [int(i) for i in ops],
+                },
+            )
+        )
+
     def record(self, u: Unit, stats: Stats | None, role: str) -> UnitResult:
         key, family, kind = self.key(u)
         if stats is None:

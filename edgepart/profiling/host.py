@@ -30,9 +30,10 @@ median (which is still stored, with p90 and min, in every entry).
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 
@@ -42,9 +43,11 @@ from edgepart.cost.hardware import Hardware, ProcessorSpec
 from edgepart.cost.model import CostModel
 from edgepart.cost.table import LatencyTable, ProcessorTable, Stats
 from edgepart.cost.units import Unit, UnitResult, timing_units
-from edgepart.errors import UsageError
+from edgepart.errors import EdgepartError, UsageError
 from edgepart.ir.graph import Model
 from edgepart.profiling._session import Session, activation_names, host_description, stat_value
+from edgepart.profiling.segments import MIN_UNITS, Segment, plan_segments
+from edgepart.profiling.shapes import needs_resolution, resolved_subgraph
 from edgepart.profiling.timing import (
     TimingConfig,
     delegate_node_stats,
@@ -59,6 +62,7 @@ from edgepart.tflite.writer import write_model
 __all__ = ["ProfileConfig", "ProfileResult", "UnitResult", "host_description", "profile_model"]
 
 Progress = Callable[[int, int, str], None]
+log = logging.getLogger(__name__)
 STATISTICS = ("median", "p10", "min")
 _WHOLE_MIN_SAMPLES = 30
 _WHOLE_BLOCKS = 6
@@ -78,6 +82,9 @@ class ProfileConfig:
     # on, so that ``fusion=False`` (the CLI's --no-fusion) still gives single units only
     context: bool | None = None
     whole_model: bool = True
+    # time contiguous segments of the model too (edgepart.profiling.segments): in-context sums
+    # that the ops' standalone values are scaled to; None: when the model has enough units
+    segments: bool | None = None
 
     @property
     def with_context(self) -> bool:
@@ -104,6 +111,8 @@ class ProfileResult:
     fused: list[tuple[int, ...]] = field(default_factory=list)
     delegate_nodes: int = 0  # delegate partitions of the whole model (XNNPACK)
     predicted: float = 0.0
+    model: Model | None = None  # the model profiled (its shapes resolved where they depend
+    # on the inputs): what the table's signatures describe
 
     def value(self, stats: Stats) -> float:
         return stat_value(stats, self.statistic)
@@ -124,6 +133,7 @@ def profile_model(
     model_bytes: bytes | None = None,
     name: str | None = None,
     progress: Progress | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ProfileResult:
     """Profile ``model``'s main subgraph on this host (see the module docstring).
 
@@ -139,6 +149,10 @@ def profile_model(
         How the model is named in the table's ``models`` list.
     progress
         Called as ``progress(done, total, label)`` as work proceeds (the CLI draws a bar).
+    input_shapes
+        Shapes of inputs with dynamic dimensions. A model whose shapes depend on its inputs
+        is profiled with the shapes one LiteRT run resolves (:mod:`edgepart.profiling.shapes`),
+        so every extracted op has its real shapes.
     """
     cfg = config or ProfileConfig()
     if cfg.statistic not in STATISTICS:
@@ -152,18 +166,26 @@ def profile_model(
         source=_source(cfg),
         statistic=cfg.statistic,
     )
+    content = model_bytes if model_bytes is not None else write_model(model)
+    if input_shapes or needs_resolution(model.main):
+        import dataclasses
+
+        try:
+            resolved = resolved_subgraph(model, content, input_shapes, seed=cfg.timing.seed)
+            model = dataclasses.replace(model, subgraphs=(resolved, *model.subgraphs[1:]))
+        except EdgepartError as err:
+            log.warning("shapes not resolved (%s); profiling with the stored shapes", err)
     s = Session(model, cfg, pt)
     sg = s.sg
     units = timing_units(sg)
     total = 2 * len(units) + 1  # preparing each unit, then timing (scaled to units), done
-    content = model_bytes if model_bytes is not None else write_model(model)
-    s.values = reference_values(content, activation_names(sg), cfg.timing.seed)
+    s.values = reference_values(content, activation_names(sg), cfg.timing.seed, input_shapes)
     ovh_timer = overhead_timer(cfg.executor, cfg.threads, cfg.timing)
     # empty if the executor does not delegate: nothing to measure
     chain_timers = node_timers(cfg.executor, cfg.threads, cfg.timing)
     whole = None
     if cfg.whole_model:
-        whole = prepare(content, cfg.executor, cfg.threads, cfg.timing)
+        whole = prepare(content, cfg.executor, cfg.threads, cfg.timing, input_shapes=input_shapes)
     for k, u in enumerate(units):
         s.prepare(u)
         if progress:
@@ -176,7 +198,14 @@ def profile_model(
         pairs = context_mod.context_units(units, context_mod.predecessors(sg, s.work.folded))
         for _, _, pair in pairs:
             s.prepare(pair)
+    segs: list[Segment] = []
+    if cfg.segments or (cfg.segments is None and len(units) >= MIN_UNITS):
+        segs = plan_segments(model, units, s.work)
+        for seg in segs:
+            seg.timer = s.prepare_ops(seg.ops, seg.helpers)
+        segs = [seg for seg in segs if seg.timer is not None]
     op_timers = [ovh_timer, *chain_timers, *s.timers.values()]
+    op_timers = [t for t in op_timers if all(t is not seg.timer for seg in segs)]
     all_rounds = max((t.repeats for t in op_timers), default=1)
     done_rounds = 0
 
@@ -187,21 +216,24 @@ def profile_model(
             frac = min(done_rounds / max(all_rounds, 1), 1.0)
             progress(len(units) + int(frac * len(units)), total, "timing")
 
-    if whole is None:
+    blocks = [b for b in ([whole] if whole is not None else []) + [g.timer for g in segs] if b]
+    if not blocks:
         run_rounds(op_timers, on_round)
     else:
         # the whole model runs in blocks of its own between stretches of op rounds, each block
         # after one untimed invocation: interleaved sample by sample with the op models, their
         # copies of the weights would evict the whole model's from cache, which a model running
         # on its own does not suffer; blocks spread it over the run like the ops
-        n_samples = max(whole.repeats, _WHOLE_MIN_SAMPLES)
-        per_block = -(-n_samples // _WHOLE_BLOCKS)
+        # (segments likewise: each is a model of its own, timed in blocks between op rounds)
+        per_block = {id(b): -(-max(b.repeats, _WHOLE_MIN_SAMPLES) // _WHOLE_BLOCKS) for b in blocks}
         rounds = max((t.repeats for t in op_timers), default=0)
         stretch = -(-rounds // (_WHOLE_BLOCKS - 1))
-        whole.block(per_block)
+        for b in blocks:
+            b.block(per_block[id(b)])
         for _ in range(_WHOLE_BLOCKS - 1):
             run_rounds(op_timers, on_round, max_rounds=stretch)
-            whole.block(per_block)
+            for b in blocks:
+                b.block(per_block[id(b)])
         run_rounds(op_timers, on_round)
     if progress:
         progress(2 * len(units), total, "fusion" if cfg.fusion else "timed")
@@ -228,6 +260,9 @@ def profile_model(
         if old is not None and old.extra.get("role") == "fused":
             continue
         s.record(pair, s.timers[key].stats(), context_mod.ROLE)
+    for seg in segs:
+        assert seg.timer is not None
+        s.record_segment(seg.ops, seg.timer)
     predicted = _predict(model, pt)
     model_stats = whole.stats() if whole else None
     if model_stats is not None:
@@ -239,6 +274,7 @@ def profile_model(
                 "delegate_nodes": whole.delegate_nodes if whole else 0,
                 # a table missing ops (units that could not be timed) predicts nothing
                 "predicted_s": predicted if math.isfinite(predicted) else None,
+                "segments": len(segs),
             }
         )
     if progress:
@@ -256,6 +292,7 @@ def profile_model(
         fused=fused,
         delegate_nodes=whole.delegate_nodes if whole else 0,
         predicted=predicted,
+        model=model,
     )
 
 
@@ -271,9 +308,12 @@ def _source(cfg: ProfileConfig) -> str:
         litert = version("ai-edge-litert")
     except Exception:
         litert = "unknown"
+    from edgepart.profiling.timing import uses_cpu_clock
+
     t = cfg.timing
+    clock = "thread CPU time" if uses_cpu_clock(t, cfg.threads) else "wall time"
     return (
         f"edgepart profile (ai-edge-litert {litert}; warmup {t.warmup}, repeats "
         f"{t.min_repeats}..{t.max_repeats} within {t.budget_s}s, batch ~{t.batch_s}s, "
-        f"interleaved; value = {cfg.statistic} minus invoke overhead)"
+        f"interleaved, {clock}; value = {cfg.statistic} minus invoke overhead)"
     )

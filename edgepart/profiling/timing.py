@@ -66,7 +66,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TimingConfig:
-    """Knobs of the timing loop (see the module docstring)."""
+    """Knobs of the timing loop (see the module docstring).
+
+    ``clock``: ``auto`` times single-threaded interpreters on the calling thread's CPU time
+    (their latency minus the time the process was preempted: on a shared machine this
+    estimates the undisturbed latency far better) and others on wall time; ``wall`` and
+    ``cpu`` force one.
+    """
 
     warmup: int = 3
     min_repeats: int = 5
@@ -74,6 +80,7 @@ class TimingConfig:
     budget_s: float = 0.04
     batch_s: float = 1e-3
     seed: int = 0
+    clock: str = "auto"
 
 
 def _resolver(executor: str) -> Any:
@@ -83,9 +90,15 @@ def _resolver(executor: str) -> Any:
 
 
 def make_interpreter(
-    content: bytes, executor: str, threads: int, *, preserve_all_tensors: bool = False
+    content: bytes,
+    executor: str,
+    threads: int,
+    *,
+    preserve_all_tensors: bool = False,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Any:
-    """A ready LiteRT interpreter (tensors allocated) for a model's bytes."""
+    """A ready LiteRT interpreter (tensors allocated) for a model's bytes; inputs named in
+    ``input_shapes`` are resized first (inputs with dynamic dimensions)."""
     try:
         it = Interpreter(
             model_content=content,
@@ -93,6 +106,11 @@ def make_interpreter(
             experimental_op_resolver_type=_resolver(executor),
             experimental_preserve_all_tensors=preserve_all_tensors,
         )
+        if input_shapes:
+            for d in it.get_input_details():
+                want = input_shapes.get(str(d["name"]))
+                if want is not None:
+                    it.resize_tensor_input(d["index"], [int(v) for v in want], strict=False)
         it.allocate_tensors()
     except (RuntimeError, ValueError) as err:
         msg = str(err).strip().splitlines()
@@ -133,11 +151,15 @@ def fill_inputs(it: Any, seed: int, values: Mapping[str, np.ndarray] | None = No
 
 
 class Timer:
-    """One prepared interpreter being timed: warm-up, batch size and samples so far."""
+    """One prepared interpreter being timed: warm-up, batch size and samples so far.
 
-    def __init__(self, it: Any, cfg: TimingConfig) -> None:
+    ``cpu``: samples are the calling thread's CPU time (see :class:`TimingConfig`).
+    """
+
+    def __init__(self, it: Any, cfg: TimingConfig, cpu: bool = False) -> None:
         self.invoke = it.invoke
         self.cfg = cfg
+        self.cpu = cpu
         self.samples: list[float] = []
         self.delegate_nodes = delegate_nodes(it)
         clock = time.perf_counter_ns
@@ -169,7 +191,8 @@ class Timer:
 
     def sample(self) -> None:
         """Take one sample: the mean time of ``batch`` back-to-back invocations."""
-        invoke, clock, n = self.invoke, time.perf_counter_ns, self.batch
+        invoke, n = self.invoke, self.batch
+        clock = time.thread_time_ns if self.cpu else time.perf_counter_ns
         t0 = clock()
         for _ in range(n):
             invoke()
@@ -192,11 +215,19 @@ def prepare(
     threads: int,
     cfg: TimingConfig,
     values: Mapping[str, np.ndarray] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Timer:
     """Steps 1 to 4 of the loop: interpreter, inputs, warm-up, batch size and repeat count."""
-    it = make_interpreter(content, executor, threads)
+    it = make_interpreter(content, executor, threads, input_shapes=input_shapes)
     fill_inputs(it, cfg.seed, values)
-    return Timer(it, cfg)
+    return Timer(it, cfg, cpu=uses_cpu_clock(cfg, threads))
+
+
+def uses_cpu_clock(cfg: TimingConfig, threads: int) -> bool:
+    """Whether :class:`Timer` samples of ``threads`` threads are CPU time (``cfg.clock``)."""
+    if cfg.clock not in ("auto", "wall", "cpu"):
+        raise UsageError(f"unknown clock {cfg.clock!r}; choose auto, wall or cpu")
+    return cfg.clock == "cpu" or (cfg.clock == "auto" and threads == 1)
 
 
 def delegate_nodes(it: Any) -> int:
@@ -247,14 +278,21 @@ def time_model(
     return t.stats()
 
 
-def reference_values(content: bytes, names: Sequence[str], seed: int) -> dict[str, np.ndarray]:
+def reference_values(
+    content: bytes,
+    names: Sequence[str],
+    seed: int,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, np.ndarray]:
     """The values tensors take in one run of a whole model on the seeded inputs.
 
     Runs the builtin kernels with every intermediate tensor preserved and returns copies of the
     named tensors (those the run produced); an empty dict if the model cannot run that way.
     """
     try:
-        it = make_interpreter(content, "builtin", 1, preserve_all_tensors=True)
+        it = make_interpreter(
+            content, "builtin", 1, preserve_all_tensors=True, input_shapes=input_shapes
+        )
         fill_inputs(it, seed)
         it.invoke()
     except (RuntimeBackendError, RuntimeError, ValueError):
@@ -316,6 +354,7 @@ def overhead_timer(
         max(cfg.budget_s, 0.1),
         cfg.batch_s,
         cfg.seed,
+        cfg.clock,
     )
     return prepare(overhead_model(delegate_node, ops), executor, threads, heavier)
 

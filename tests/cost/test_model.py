@@ -37,7 +37,12 @@ def test_roofline_only_matches_roofline_module():
     gc = CostModel(HW).costs(m.main, m)
     rf = roofline(op_work(m.main, m), HW)
     assert np.array_equal(gc.latency, rf.time_s)
-    assert gc.source_counts("cpu") == {"measured": 0, "interpolated": 0, "roofline": 7}
+    assert gc.source_counts("cpu") == {
+        "measured": 0,
+        "interpolated": 0,
+        "predicted": 0,
+        "roofline": 7,
+    }
     assert gc.op_latency(0, "gpu").source == "roofline"
 
 

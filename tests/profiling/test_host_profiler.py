@@ -151,3 +151,50 @@ def test_detect_groups_fused_pairs_and_grows_chains():
     # builtin kernels are never tested
     out, groups = detect(sg, results, measure_many, record, executor="builtin")
     assert groups == [] and out == results
+
+
+def test_segments_are_timed_in_context_and_scale_the_ops(corpus):
+    """A model of enough ops is also timed in segments; the cost model gives each segment's
+    ops shares of its in-context time, and the whole-model prediction is their sum."""
+    from edgepart.tflite.reader import read_model
+
+    m = read_model(corpus["mobilenet_v2"])
+    res = profile_model(m, ProfileConfig(executor="xnnpack", timing=FAST), name="mnv2")
+    pt = res.table.processor("host_xnnpack_1t")
+    segs = [e for e in pt.entries.values() if e.extra.get("role") == "segment"]
+    assert 2 <= len(segs) <= 8
+    covered = sorted(i for e in segs for i in e.extra["op_indices"])
+    assert len(covered) == len(set(covered))  # segments do not overlap
+    assert all(len(e.extra["op_indices"]) * 4 <= 3 * m.main.num_ops for e in segs)
+    cm = CostModel(Hardware("host", (ProcessorSpec("cpu"),)), res.table,
+                   table_for={"cpu": res.processor})  # fmt: skip
+    gc = cm.costs(m.main, m)
+    for e in segs:
+        ops = e.extra["op_indices"]
+        assert gc.group_latency(ops, "cpu").seconds == pytest.approx(e.value_s, rel=1e-9)
+    assert pt.models[0]["segments"] == len(segs)
+    # without segments, the table is of single units (and pairs) only
+    res2 = profile_model(m, ProfileConfig(executor="xnnpack", timing=FAST, segments=False))
+    t2 = res2.table.processor("host_xnnpack_1t")
+    assert not any(e.extra.get("role") == "segment" for e in t2.entries.values())
+
+
+def test_ops_missing_from_a_table_never_cost_inf(corpus):
+    """An op without an entry (its timing failed) on a processor without roofline peaks gets
+    a finite value scaled from the table's measured ops, flagged interpolated."""
+    import math
+
+    from edgepart.tflite.reader import read_model
+
+    m = read_model(corpus["mobilenet_v2"])
+    res = profile_model(m, ProfileConfig(timing=FAST, segments=False, fusion=False))
+    pt = res.table.processor(res.processor)
+    conv_keys = [k for k, e in pt.entries.items() if e.extra.get("op") == "CONV_2D"]
+    del pt.entries[conv_keys[0]]
+    pt._families = None
+    cm = CostModel(Hardware("host", (ProcessorSpec("cpu"),)), res.table,
+                   table_for={"cpu": res.processor})  # fmt: skip
+    gc = cm.costs(m.main, m)
+    assert np.isfinite(gc.latency).all()
+    whole = gc.partition_latency(range(m.main.num_ops), "cpu")
+    assert math.isfinite(whole.seconds) and whole.source == "interpolated"

@@ -1,0 +1,587 @@
+"""Latency predictors: kernel features to seconds, per executor configuration, from a JSON file.
+
+A predictor file (``edgepart-latency-predictor``, version 1; ``docs/latency_predictors.md``)
+holds, per *configuration* (an executor and a thread count, e.g. ``xnnpack_2t``):
+
+- the fixed costs of an invocation: ``invoke_overhead_s`` (an empty model) and
+  ``delegate_node_s`` (one DELEGATE node, per delegate);
+- per kernel type (``xnn.conv``, ``tfl.binary``, ``gpu.conv`` ...) a :class:`KernelModel`:
+  a non-negative linear *base* over work terms (a fixed cost per kernel plus seconds per
+  million MACs and per megabyte read, written and of weights), times ``exp`` of a tree
+  ensemble over the kernel's features (:data:`edgepart.cost.kernels.FEATURES`) that captures
+  what the base misses (tile shapes, cache effects, per-op code paths). Either part may be
+  absent;
+- the cross-validated error of each kernel type and of whole chains, which becomes the
+  uncertainty band of every prediction.
+
+A model's latency on one configuration is ``invoke overhead + delegate nodes + sum of its
+kernels`` (:meth:`ConfigPredictor.model_seconds`). Evaluation is vectorized: distinct feature
+rows are predicted once, trees are walked level by level for all rows and trees at once.
+
+Files load without pickle and are written deterministically (sorted keys, fixed float
+formatting), so the same fit gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edgepart.cost.kernels import FEATURES, Kernels
+from edgepart.cost.signature import unique_rows
+from edgepart.errors import EdgepartError
+from edgepart.fileio import atomic_write_text
+
+__all__ = [
+    "BASIS",
+    "FORMAT",
+    "VERSION",
+    "ConfigPredictor",
+    "KernelModel",
+    "ModelEstimate",
+    "Predictor",
+    "PredictorError",
+    "TreeEnsemble",
+    "basis_matrix",
+    "load_predictor",
+]
+
+FORMAT = "edgepart-latency-predictor"
+VERSION = 1
+OBTAINED = ("measured", "calibrated", "estimated")
+BASIS = ("one", "macs_m", "macs16_m", "macs32_m", "in_mb", "out_mb", "w_mb")
+_F = {n: k for k, n in enumerate(FEATURES)}
+
+
+class PredictorError(EdgepartError):
+    """A predictor file that cannot be used (names the file and the JSON path)."""
+
+
+def basis_matrix(features: np.ndarray) -> np.ndarray:
+    """``[n, len(BASIS)]``: 1; MACs in millions, also with the output channels rounded up to
+    tiles of 16 and of 32 (GEMM and depthwise micro-kernels compute whole tiles, so a
+    convolution with 2 output channels costs nearly what one with 16 does); MB read, MB
+    written and MB of weights."""
+    f = np.asarray(features, dtype=np.float64)
+    out = np.empty((len(f), len(BASIS)))
+    macs = f[:, _F["macs"]] * 1e-6
+    n = np.maximum(f[:, _F["cout"]], 1.0)
+    out[:, 0] = 1.0
+    out[:, 1] = macs
+    out[:, 2] = macs * np.ceil(n / 16) * 16 / n
+    out[:, 3] = macs * np.ceil(n / 32) * 32 / n
+    out[:, 4] = f[:, _F["in_bytes"]] * 1e-6
+    out[:, 5] = f[:, _F["out_bytes"]] * 1e-6
+    out[:, 6] = f[:, _F["w_bytes"]] * 1e-6
+    return out
+
+
+# ---------------------------------------------------------------------------- trees
+
+
+@dataclass
+class TreeEnsemble:
+    """Regression trees over feature columns ``features``, flattened into arrays.
+
+    Internal nodes have ``feat >= 0`` and go to ``left`` when ``x[feat] <= thr``; leaves have
+    ``feat == -1`` and hold ``value``. ``combine`` is ``sum`` (boosting, learning rate folded
+    into the leaves) or ``mean`` (a forest).
+    """
+
+    features: tuple[int, ...]
+    roots: np.ndarray
+    feat: np.ndarray
+    thr: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    combine: str = "sum"
+    depth: int = 0
+
+    def __len__(self) -> int:
+        return len(self.roots)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The ensemble's output for rows ``x`` (``[n, len(FEATURES)]``)."""
+        n = len(x)
+        if n == 0 or len(self.roots) == 0:
+            return np.zeros(n)
+        cols = np.asarray(self.features, dtype=np.int64)
+        xs = np.asarray(x, dtype=np.float64)[:, cols]
+        node = np.broadcast_to(self.roots, (n, len(self.roots))).copy()
+        rows = np.arange(n)[:, None]
+        for _ in range(self.depth + 1):
+            f = self.feat[node]
+            inner = f >= 0
+            if not inner.any():
+                break
+            v = xs[rows, np.maximum(f, 0)]
+            nxt = np.where(v <= self.thr[node], self.left[node], self.right[node])
+            node = np.where(inner, nxt, node)
+        vals = self.value[node]
+        out: np.ndarray = vals.mean(axis=1) if self.combine == "mean" else vals.sum(axis=1)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": [FEATURES[i] for i in self.features],
+            "combine": self.combine,
+            "depth": int(self.depth),
+            "roots": self.roots.tolist(),
+            "feat": self.feat.tolist(),
+            "thr": [_num(v) for v in self.thr.tolist()],
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+            "value": [_num(v) for v in self.value.tolist()],
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any], where: str) -> TreeEnsemble:
+        try:
+            feats = tuple(FEATURES.index(str(f)) for f in d["features"])
+        except ValueError as err:
+            raise PredictorError(f"{where}.features: {err}; known: {list(FEATURES)}") from None
+        arrays = {}
+        for k, dt in (("roots", np.int64), ("feat", np.int64), ("left", np.int64),
+                      ("right", np.int64), ("thr", np.float64), ("value", np.float64)):  # fmt: skip
+            try:
+                arrays[k] = np.asarray(d[k], dtype=dt)
+            except (KeyError, TypeError, ValueError):
+                raise PredictorError(f"{where}.{k}: missing or not a list of numbers") from None
+        n = len(arrays["feat"])
+        if not all(len(arrays[k]) == n for k in ("thr", "left", "right", "value")):
+            raise PredictorError(f"{where}: node arrays differ in length")
+        inner = arrays["feat"] >= 0
+        if (arrays["feat"] >= len(feats)).any():
+            raise PredictorError(f"{where}.feat: a node uses a feature the ensemble lacks")
+        for k in ("left", "right"):
+            a = arrays[k][inner]
+            if ((a < 0) | (a >= n)).any():
+                raise PredictorError(f"{where}.{k}: child index out of range")
+        if ((arrays["roots"] < 0) | (arrays["roots"] >= max(n, 1))).any() and n:
+            raise PredictorError(f"{where}.roots: index out of range")
+        if not np.isfinite(arrays["value"]).all():
+            raise PredictorError(f"{where}.value: non-finite leaf value")
+        combine = str(d.get("combine", "sum"))
+        if combine not in ("sum", "mean"):
+            raise PredictorError(f"{where}.combine: {combine!r}; allowed: sum, mean")
+        return TreeEnsemble(
+            feats,
+            arrays["roots"],
+            arrays["feat"],
+            arrays["thr"],
+            arrays["left"],
+            arrays["right"],
+            arrays["value"],
+            combine,
+            int(d.get("depth", 0)),
+        )
+
+
+def _num(v: float) -> float:
+    """Floats rounded to 9 significant digits: compact files, identical bytes per fit."""
+    if v == 0 or not math.isfinite(v):
+        return float(v)
+    return float(f"{v:.9g}")
+
+
+# ---------------------------------------------------------------------------- kernel models
+
+
+@dataclass
+class KernelModel:
+    """The predictor of one kernel type (see the module docstring)."""
+
+    type: str
+    coef: np.ndarray  # over BASIS, seconds per unit
+    trees: TreeEnsemble | None = None
+    floor_s: float = 1e-9
+    cv: dict[str, float] = field(default_factory=dict)
+    n: int = 0
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def base(self, features: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.maximum(basis_matrix(features) @ self.coef, self.floor_s)
+        return out
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        """Seconds per kernel for feature rows (``[n, len(FEATURES)]``)."""
+        b = self.base(features)
+        if self.trees is None or len(self.trees) == 0:
+            return b
+        out: np.ndarray = b * np.exp(np.clip(self.trees.predict(features), -5.0, 5.0))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "basis": list(BASIS),
+            "coef": [_num(v) for v in self.coef.tolist()],
+            "floor_s": _num(self.floor_s),
+            "cv": {k: _num(v) for k, v in sorted(self.cv.items())},
+            "n": int(self.n),
+            "ranges": {k: [_num(a), _num(b)] for k, (a, b) in sorted(self.ranges.items())},
+        }
+        if self.trees is not None:
+            d["trees"] = self.trees.to_json()
+        return d
+
+    @staticmethod
+    def from_json(t: str, d: Mapping[str, Any], where: str) -> KernelModel:
+        if list(d.get("basis", [])) != list(BASIS):
+            raise PredictorError(f"{where}.basis: expected {list(BASIS)}")
+        try:
+            coef = np.asarray(d["coef"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError):
+            raise PredictorError(f"{where}.coef: missing or not numbers") from None
+        if coef.shape != (len(BASIS),) or not np.isfinite(coef).all() or (coef < 0).any():
+            raise PredictorError(f"{where}.coef: need {len(BASIS)} finite non-negative numbers")
+        trees = None
+        if "trees" in d:
+            trees = TreeEnsemble.from_json(d["trees"], f"{where}.trees")
+        return KernelModel(
+            t,
+            coef,
+            trees,
+            float(d.get("floor_s", 1e-9)),
+            {str(k): float(v) for k, v in dict(d.get("cv", {})).items()},
+            int(d.get("n", 0)),
+            {str(k): (float(v[0]), float(v[1])) for k, v in dict(d.get("ranges", {})).items()},
+        )
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """A whole-model prediction on one configuration.
+
+    ``low_s``/``high_s`` bound the measured latency as the predictor's cross-validated
+    errors do (10th to 90th percentile); ``by_type`` splits ``kernels_s`` per kernel type.
+    """
+
+    config: str
+    seconds: float
+    low_s: float
+    high_s: float
+    invoke_s: float
+    delegate_s: float
+    kernels_s: float
+    kernels: int
+    partitions: Mapping[str, int]
+    by_type: Mapping[str, float]
+    obtained: str
+    notes: tuple[str, ...] = ()
+    fallbacks: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "seconds": self.seconds,
+            "low_s": self.low_s,
+            "high_s": self.high_s,
+            "invoke_s": self.invoke_s,
+            "delegate_s": self.delegate_s,
+            "kernels_s": self.kernels_s,
+            "kernels": self.kernels,
+            "partitions": dict(self.partitions),
+            "by_type": dict(sorted(self.by_type.items())),
+            "obtained": self.obtained,
+            "notes": list(self.notes),
+            "fallbacks": dict(sorted(self.fallbacks.items())),
+        }
+
+
+@dataclass
+class ConfigPredictor:
+    """Predictors of one executor configuration (see the module docstring)."""
+
+    name: str
+    executor: str
+    threads: int
+    invoke_s: float
+    node_s: dict[str, float]
+    kernels: dict[str, KernelModel]
+    family: str = "linear"
+    cv: dict[str, float] = field(default_factory=dict)
+    fallback: str | None = None  # another configuration for kernel types missing here
+    extra: dict[str, Any] = field(default_factory=dict)
+    _owner: Predictor | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ lookups
+    def model_for(self, ktype: str) -> tuple[KernelModel | None, str]:
+        """The kernel model used for ``ktype`` and the type it was found under.
+
+        The type itself, then its plain class (``xnn.conv_q8`` -> ``xnn.conv``), the other CPU
+        executor's class, ``other`` (for ``other`` kernels then ``copy``: a pass over the
+        data); each looked up here first, then in the fallback configuration (the CPU kernels
+        of a delegate's configuration).
+        """
+        prefix, _, cls = ktype.partition(".")
+        plain = cls.removesuffix("_q8").removesuffix("_hy")
+        cands = [ktype, f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}", f"tfl.{plain}",
+                 f"xnn.{plain}", f"{prefix}.other", "tfl.other", "xnn.other"]  # fmt: skip
+        if plain == "other":
+            # an op of no known class (custom ops, rare builtins) that no calibration chain
+            # covered: a pass over its data, the least any kernel costs
+            cands += [f"{prefix}.copy", "tfl.copy", "xnn.copy"]
+        other = None
+        if self.fallback and self._owner is not None:
+            other = self._owner.configs.get(self.fallback)
+            if other is self:
+                other = None
+        for c in dict.fromkeys(cands):
+            m = self.kernels.get(c)
+            if m is not None:
+                return m, c
+            if other is not None:
+                m = other.kernels.get(c)
+                if m is not None:
+                    return m, f"{self.fallback}:{c}"
+        return None, ""
+
+    def kernel_seconds(self, k: Kernels) -> tuple[np.ndarray, dict[str, str]]:
+        """Seconds of each kernel of ``k`` (its repeats included), and the fallbacks used."""
+        out = np.zeros(len(k))
+        used: dict[str, str] = {}
+        if not len(k):
+            return out, used
+        types = np.asarray(k.types)
+        for t in sorted(set(k.types)):
+            rows = np.flatnonzero(types == t)
+            m, found = self.model_for(t)
+            if m is None:
+                raise PredictorError(
+                    f"predictor {self.name}: no model for kernel type {t!r} and no fallback"
+                )
+            if found != t:
+                used[t] = found
+            feats = np.ascontiguousarray(k.features[rows], dtype=np.float64)
+            # distinct rows once (a hash of the bits: much faster than np.unique(axis=0))
+            first, inv = unique_rows(feats.view(np.int64))
+            out[rows] = m.predict(first.view(np.float64))[inv]
+        out *= k.repeat
+        return out, used
+
+    def kernel_seconds_with_calls(
+        self, k: Kernels
+    ) -> tuple[np.ndarray, dict[str, float], dict[str, str], list[str]]:
+        """Seconds per kernel with the subgraphs control-flow kernels call added to them; the
+        seconds per kernel type (called kernels under their own types); fallbacks; notes."""
+        secs, used = self.kernel_seconds(k)
+        by_type: dict[str, float] = {}
+        for t, s in zip(k.types, secs.tolist(), strict=True):
+            by_type[t] = by_type.get(t, 0.0) + s
+        notes = list(k.notes)
+        for kidx, sub, mult in k.calls:
+            est = self.model_seconds(sub)
+            secs[kidx] += mult * (est.kernels_s + est.delegate_s)
+            for t, v in est.by_type.items():
+                by_type[t] = by_type.get(t, 0.0) + mult * v
+            notes.extend(est.notes)
+            used.update(est.fallbacks)
+        return secs, by_type, used, notes
+
+    def model_seconds(self, k: Kernels) -> ModelEstimate:
+        """Whole-(sub)graph latency: invocation, delegate nodes, kernels and called subgraphs."""
+        secs, by_type, used, notes = self.kernel_seconds_with_calls(k)
+        node = self.nodes_s(k.partitions)
+        total_k = float(secs.sum())
+        total = self.invoke_s + node + total_k
+        lo, hi = self.band(by_type, total_k)
+        return ModelEstimate(
+            config=self.name,
+            seconds=total,
+            low_s=(self.invoke_s + node + total_k / (1 + hi)) if total_k else total,
+            high_s=(self.invoke_s + node + total_k / (1 + lo)) if total_k else total,
+            invoke_s=self.invoke_s,
+            delegate_s=node,
+            kernels_s=total_k,
+            kernels=len(k),
+            partitions=dict(k.partitions),
+            by_type=by_type,
+            obtained=self._owner.obtained if self._owner is not None else "measured",
+            notes=tuple(dict.fromkeys(notes)),
+            fallbacks=used,
+        )
+
+    def nodes_s(self, partitions: Mapping[str, int]) -> float:
+        """What ``partitions`` DELEGATE nodes (per delegate) cost per invocation."""
+        return float(sum(self.node_s.get(d, 0.0) * n for d, n in partitions.items()))
+
+    def band(self, by_type: Mapping[str, float], total: float) -> tuple[float, float]:
+        """The 10th and 90th percentile of the relative error ``predicted / measured - 1``
+        expected for a model whose kernel time splits as ``by_type`` (time-weighted per-type
+        cross-validation quantiles; the whole-chain quantiles where a type has none)."""
+        glo, ghi = self.cv.get("q10", -0.1), self.cv.get("q90", 0.1)
+        if total <= 0:
+            return glo, ghi
+        lo = hi = 0.0
+        for t, s in by_type.items():
+            m, _ = self.model_for(t)
+            cv = m.cv if m is not None else {}
+            w = s / total
+            lo += w * min(cv.get("q10", glo), 0.0)
+            hi += w * max(cv.get("q90", ghi), 0.0)
+        return min(lo, glo, 0.0), max(hi, ghi, 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "executor": self.executor,
+            "threads": self.threads,
+            "invoke_overhead_s": _num(self.invoke_s),
+            "delegate_node_s": {k: _num(v) for k, v in sorted(self.node_s.items())},
+            "family": self.family,
+            "cv": {k: _num(v) for k, v in sorted(self.cv.items())},
+            "fallback": self.fallback,
+            "extra": self.extra,
+            "kernels": {t: self.kernels[t].to_json() for t in sorted(self.kernels)},
+        }
+
+
+@dataclass
+class Predictor:
+    """A predictor file: configurations of one device (see the module docstring)."""
+
+    device: str
+    obtained: str
+    source: str
+    configs: dict[str, ConfigPredictor]
+    calibration: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        for c in self.configs.values():
+            c._owner = self
+
+    def config(self, executor: str, threads: int | None = None) -> ConfigPredictor:
+        """The configuration for ``executor`` with ``threads`` (the nearest thread count
+        measured if that one was not; any if ``threads`` is None).
+
+        Raises
+        ------
+        PredictorError
+            If the predictor has no configuration for the executor.
+        """
+        cands = [c for c in self.configs.values() if c.executor == executor]
+        if not cands:
+            raise PredictorError(
+                f"{self.path or 'predictor'}: no configuration for executor {executor!r}; "
+                f"it has {sorted(self.configs)}"
+            )
+        if threads is None:
+            return sorted(cands, key=lambda c: c.threads)[0]
+        return min(cands, key=lambda c: (abs(c.threads - threads), c.threads))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "device": self.device,
+            "obtained": self.obtained,
+            "source": self.source,
+            "features": list(FEATURES),
+            "calibration": self.calibration,
+            "configs": {k: self.configs[k].to_json() for k in sorted(self.configs)},
+        }
+
+    def dumps(self) -> str:
+        return (
+            json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+            + "\n"
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the predictor atomically (deterministic bytes)."""
+        atomic_write_text(path, self.dumps())
+
+
+def load_predictor(path: str | os.PathLike[str]) -> Predictor:
+    """Read and validate a predictor file.
+
+    Raises
+    ------
+    PredictorError
+        Naming the file and the JSON path of the first invalid field.
+    """
+    p = os.fspath(path)
+    try:
+        with open(p, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise PredictorError(f"{p}: no such latency predictor file") from None
+    except json.JSONDecodeError as err:
+        raise PredictorError(
+            f"{p}: not JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+        ) from None
+    pred = predictor_from_dict(doc, p)
+    pred.path = p
+    return pred
+
+
+def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
+    """Validate a parsed predictor document (see :func:`load_predictor`)."""
+    if not isinstance(doc, dict):
+        raise PredictorError(f"{where}: $ must be an object")
+    if doc.get("format") != FORMAT:
+        raise PredictorError(f"{where}: $.format: not {FORMAT!r}")
+    if doc.get("version") != VERSION:
+        raise PredictorError(
+            f"{where}: $.version: unsupported version {doc.get('version')}; this edgepart "
+            f"reads version {VERSION}"
+        )
+    if list(doc.get("features", [])) != list(FEATURES):
+        raise PredictorError(
+            f"{where}: $.features: fitted on another kernel feature set; calibrate again"
+        )
+    obtained = doc.get("obtained")
+    if obtained not in OBTAINED:
+        raise PredictorError(f"{where}: $.obtained: {obtained!r}; allowed: {list(OBTAINED)}")
+    configs: dict[str, ConfigPredictor] = {}
+    cdoc = doc.get("configs")
+    if not isinstance(cdoc, dict) or not cdoc:
+        raise PredictorError(f"{where}: $.configs: need at least one configuration")
+    for name, c in cdoc.items():
+        loc = f"{where}: $.configs.{name}"
+        if not isinstance(c, dict):
+            raise PredictorError(f"{loc}: must be an object")
+        try:
+            threads = int(c["threads"])
+            invoke = float(c["invoke_overhead_s"])
+            nodes = {str(k): float(v) for k, v in dict(c.get("delegate_node_s", {})).items()}
+        except (KeyError, TypeError, ValueError) as err:
+            raise PredictorError(f"{loc}: missing or bad field ({err})") from None
+        if threads < 1 or not math.isfinite(invoke) or invoke < 0:
+            raise PredictorError(f"{loc}: threads must be >= 1 and overheads finite, >= 0")
+        if any(not math.isfinite(v) or v < 0 for v in nodes.values()):
+            raise PredictorError(f"{loc}.delegate_node_s: values must be finite, >= 0")
+        kernels = {}
+        for t, kd in dict(c.get("kernels", {})).items():
+            kernels[str(t)] = KernelModel.from_json(str(t), kd, f"{loc}.kernels.{t}")
+        configs[str(name)] = ConfigPredictor(
+            name=str(name),
+            executor=str(c.get("executor", "")),
+            threads=threads,
+            invoke_s=invoke,
+            node_s=nodes,
+            kernels=kernels,
+            family=str(c.get("family", "linear")),
+            cv={str(k): float(v) for k, v in dict(c.get("cv", {})).items()},
+            fallback=c.get("fallback"),
+            extra=dict(c.get("extra", {})),
+        )
+    return Predictor(
+        device=str(doc.get("device", "")),
+        obtained=str(obtained),
+        source=str(doc.get("source", "")),
+        configs=configs,
+        calibration=dict(doc.get("calibration", {})),
+    )
+
+
+def predict_many(cp: ConfigPredictor, kernels: Sequence[Kernels]) -> list[ModelEstimate]:
+    """:meth:`ConfigPredictor.model_seconds` of several kernel sets."""
+    return [cp.model_seconds(k) for k in kernels]

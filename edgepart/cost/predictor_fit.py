@@ -1,0 +1,608 @@
+"""Fitting latency predictors from measured chains (whole-chain latencies, not per-kernel times).
+
+The training data of one configuration is a set of chains, each a list of kernels (type,
+features, repeats) with one measured latency ``T``. The kernels' share of it is
+``y = T - invoke overhead - delegate nodes``; nothing tells how ``y`` splits among the kernels,
+so every family below is fitted to the *sums* (the same structure as whole models):
+
+Every family minimizes the error of each chain's *total* (fixed costs included), relative to
+the measured total: a chain of a few tiny kernels is mostly invocation, and the difference
+between two nearly equal times says little about its kernels.
+
+``linear``
+    Per kernel type a fixed cost plus non-negative seconds per million MACs and per megabyte
+    read, written and of weights (:data:`edgepart.cost.predictor.BASIS`): the sum over a chain
+    is linear in the coefficients, solved by non-negative least squares on the relative error
+    of each chain (with a small ridge, and two Huber reweighting passes against outliers).
+``gbt``
+    The linear fit times ``exp`` of gradient-boosted regression trees per kernel type, trained
+    on the chain sums directly: each round computes, for every chain, the log error of its sum
+    and gives every kernel its Gauss-Newton step (the chain's error scaled by the kernel's share
+    of the chain), and a depth-limited tree per type fits those steps. Early stopping on
+    held-out chains.
+``rf``
+    nn-Meter's choice: random forests per kernel type, on per-kernel targets obtained by
+    splitting each chain's time over its kernels in proportion to the linear fit's predictions.
+
+:func:`fit_predictor` cross-validates the families (folds by chain), keeps the one with the
+lowest median error on held-out chains (or the one asked for), and refits it on every chain.
+Per kernel type, the held-out errors of the chains the type dominates give its uncertainty band.
+
+Trees are scikit-learn's ``DecisionTreeRegressor``/``RandomForestRegressor`` (fitting only;
+the predictor file stores them as arrays and evaluates them without scikit-learn). Everything
+is seeded: the same measurements and seed give a byte-identical predictor.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edgepart.cost.kernels import FEATURES, Kernels
+from edgepart.cost.predictor import (
+    BASIS,
+    ConfigPredictor,
+    KernelModel,
+    TreeEnsemble,
+    basis_matrix,
+)
+from edgepart.errors import EdgepartError
+
+__all__ = [
+    "FAMILIES",
+    "ChainData",
+    "FitReport",
+    "chain_data",
+    "cross_validate",
+    "fit_config",
+]
+
+FAMILIES = ("linear", "gbt", "rf")
+MIN_ROWS = 40  # fewer kernels of a type: it shares the model of its plain class
+Progress = Callable[[str], None]
+_F = {n: k for k, n in enumerate(FEATURES)}
+
+
+@dataclass
+class ChainData:
+    """The training data of one configuration, as arrays (see the module docstring)."""
+
+    types: list[str]
+    x: np.ndarray  # [R, F] kernel features
+    t: np.ndarray  # [R] type index
+    c: np.ndarray  # [R] chain index
+    rep: np.ndarray  # [R] repeats
+    total: np.ndarray  # [C] measured chain latency
+    fixed: np.ndarray  # [C] invocation + delegate nodes
+    homo: list[str | None]  # per chain: the class of a homogeneous chain
+    offset: np.ndarray  # [C] kernel time predicted by another configuration (not fitted here)
+
+    @property
+    def y(self) -> np.ndarray:
+        """Kernel time of each chain (at least 1% of its total, 1 ns)."""
+        out: np.ndarray = np.maximum(self.total - self.fixed - self.offset, np.maximum(
+            0.01 * self.total, 1e-9))  # fmt: skip
+        return out
+
+    @property
+    def chains(self) -> int:
+        return len(self.total)
+
+    def subset(self, chains: np.ndarray) -> ChainData:
+        """The data of some chains (renumbered)."""
+        keep = np.zeros(self.chains, dtype=bool)
+        keep[chains] = True
+        new = np.full(self.chains, -1, dtype=np.int64)
+        new[np.flatnonzero(keep)] = np.arange(int(keep.sum()))
+        rows = keep[self.c]
+        return ChainData(
+            self.types,
+            self.x[rows],
+            self.t[rows],
+            new[self.c[rows]],
+            self.rep[rows],
+            self.total[keep],
+            self.fixed[keep],
+            [h for h, k in zip(self.homo, keep.tolist(), strict=True) if k],
+            self.offset[keep],
+        )
+
+
+def chain_data(
+    items: Sequence[tuple[Kernels, float, float, str | None]],
+    offsets: Sequence[float] | None = None,
+    *,
+    external: Callable[[str, np.ndarray], np.ndarray | None] | None = None,
+    min_rows: int = MIN_ROWS,
+) -> ChainData:
+    """Arrays from ``(kernels, measured total, fixed cost, homogeneous class)`` per chain.
+
+    ``external(type, features)`` may return the seconds of kernels another configuration
+    predicts (builtin kernels inside XNNPACK configurations): those become the chain's offset
+    instead of rows. Types with fewer than ``min_rows`` kernels join their plain class
+    (``xnn.copy_q8`` -> ``xnn.copy``) when that class has enough.
+    """
+    counts: dict[str, int] = {}
+    for k, _, _, _ in items:
+        for typ in k.types:
+            counts[typ] = counts.get(typ, 0) + 1
+    alias: dict[str, str] = {}
+    for typ, n in counts.items():
+        plain = typ.removesuffix("_q8")
+        if n < min_rows and plain != typ and counts.get(plain, 0) >= min_rows:
+            alias[typ] = plain
+    types: list[str] = []
+    tix: dict[str, int] = {}
+    xs, ts, cs, reps = [], [], [], []
+    total, fixed, homo = [], [], []
+    off = list(offsets) if offsets is not None else [0.0] * len(items)
+    for ci, (k, tot, fix, h) in enumerate(items):
+        ext_rows: dict[str, list[int]] = {}
+        for j, typ in enumerate(k.types):
+            if external is not None:
+                ext_rows.setdefault(typ, []).append(j)
+        handled: set[int] = set()
+        for typ, rows in ext_rows.items():
+            secs = external(typ, k.features[rows]) if external is not None else None
+            if secs is not None:
+                off[ci] += float((secs * k.repeat[rows]).sum())
+                handled.update(rows)
+        for j, (typ, f, r) in enumerate(zip(k.types, k.features, k.repeat, strict=True)):
+            if j in handled:
+                continue
+            typ = alias.get(typ, typ)
+            if typ not in tix:
+                tix[typ] = len(types)
+                types.append(typ)
+            xs.append(f)
+            ts.append(tix[typ])
+            cs.append(ci)
+            reps.append(r)
+        total.append(tot)
+        fixed.append(fix)
+        homo.append(h)
+    return ChainData(
+        types,
+        np.vstack(xs) if xs else np.zeros((0, len(FEATURES))),
+        np.asarray(ts, np.int64),
+        np.asarray(cs, np.int64),
+        np.asarray(reps, np.float64),
+        np.asarray(total, np.float64),
+        np.asarray(fixed, np.float64),
+        homo,
+        np.asarray(off, np.float64),
+    )
+
+
+# ---------------------------------------------------------------------------- linear
+
+
+def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """``[chains, types * basis]`` sums of repeats times basis terms, and the column ids."""
+    phi = basis_matrix(d.x) * d.rep[:, None]
+    nb = len(BASIS)
+    a = np.zeros((d.chains, len(d.types) * nb))
+    for j in range(nb):
+        np.add.at(a, (d.c, d.t * nb + j), phi[:, j])
+    cols = [(t, j) for t in range(len(d.types)) for j in range(nb)]
+    return a, cols
+
+
+def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.ndarray:
+    """Per type basis coefficients ``[types, len(BASIS)]`` (non-negative; module docstring)."""
+    from scipy.optimize import nnls
+
+    a, _ = _design(d)
+    # the error that matters is the chain's: relative to its measured total, fixed costs
+    # included (a chain of a few tiny kernels is mostly invocation; its kernel part is noise)
+    tot = d.total
+    known = d.fixed + d.offset
+    w = np.ones(d.chains)
+    used = np.flatnonzero(np.abs(a).sum(axis=0) > 0)
+    coef = np.zeros(a.shape[1])
+    if not len(used):
+        return coef.reshape(len(d.types), len(BASIS))
+    for _ in range(3):
+        b = a[:, used] / tot[:, None] * np.sqrt(w)[:, None]
+        scale = np.linalg.norm(b, axis=0)
+        scale[scale == 0] = 1.0
+        bs = b / scale
+        rhs = (tot - known) / tot * np.sqrt(w)
+        lam = np.sqrt(ridge * d.chains)
+        bb = np.vstack([bs, lam * np.eye(len(used))])
+        rr = np.concatenate([rhs, np.zeros(len(used))])
+        sol, _ = nnls(bb, rr, maxiter=50 * len(used) + 200)
+        coef[:] = 0.0
+        coef[used] = sol / scale
+        rel = np.abs((a @ coef + known) / tot - 1.0)
+        w = np.minimum(1.0, huber / np.maximum(rel, 1e-12))
+    return coef.reshape(len(d.types), len(BASIS))
+
+
+def _base_rows(d: ChainData, coef: np.ndarray) -> np.ndarray:
+    """Per kernel row, the linear prediction (one repeat)."""
+    phi = basis_matrix(d.x)
+    out: np.ndarray = np.maximum((phi * coef[d.t]).sum(axis=1), 1e-9)
+    return out
+
+
+# ---------------------------------------------------------------------------- trees
+
+
+def _sklearn() -> Any:
+    try:
+        import sklearn.tree  # noqa: F401
+        from sklearn.ensemble import RandomForestRegressor
+        from sklearn.tree import DecisionTreeRegressor
+    except ImportError:
+        raise EdgepartError(
+            "fitting tree predictors needs scikit-learn: pip install 'edgepart[calibrate]' "
+            "(or use --family linear)"
+        ) from None
+    return DecisionTreeRegressor, RandomForestRegressor
+
+
+@dataclass
+class _Trees:
+    """Trees of one type during fitting (sklearn tree_ objects, scaled)."""
+
+    feats: tuple[int, ...]
+    trees: list[Any] = field(default_factory=list)
+    scale: list[float] = field(default_factory=list)
+
+    def export(self, combine: str) -> TreeEnsemble:
+        roots, feat, thr, left, right, value = [], [], [], [], [], []
+        off = 0
+        depth = 0
+        for tr, s in zip(self.trees, self.scale, strict=True):
+            t = tr.tree_
+            n = t.node_count
+            roots.append(off)
+            f = t.feature.astype(np.int64)
+            leaf = t.children_left < 0
+            feat.append(np.where(leaf, -1, f))
+            thr.append(np.where(leaf, 0.0, t.threshold))
+            left.append(np.where(leaf, -1, t.children_left + off))
+            right.append(np.where(leaf, -1, t.children_right + off))
+            value.append(np.where(leaf, t.value[:, 0, 0] * s, 0.0))
+            depth = max(depth, int(t.max_depth))
+            off += n
+
+        def cat(xs: list[np.ndarray], dt: type) -> np.ndarray:
+            return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+
+        return TreeEnsemble(
+            self.feats,
+            np.asarray(roots, np.int64),
+            cat(feat, np.int64),
+            cat(thr, np.float64),
+            cat(left, np.int64),
+            cat(right, np.int64),
+            cat(value, np.float64),
+            combine,
+            depth,
+        )
+
+
+# Every feature but the repeat count and the graph's footprint: real models are far larger
+# than any chain, so a tree splitting on the footprint only ever extrapolates (and learns the
+# busy moments of the few large chains rather than cache behaviour).
+TREE_FEATURES = tuple(_F[n] for n in FEATURES if n not in ("steps", "ctx_bytes"))
+
+
+def _loss(d: ChainData, p: np.ndarray, chains: np.ndarray | None = None) -> float:
+    s = np.bincount(d.c, weights=p * d.rep, minlength=d.chains) + d.fixed + d.offset
+    r = np.log(np.maximum(s, 1e-15) / d.total)
+    if chains is not None:
+        r = r[chains]
+    return float(np.mean(np.minimum(r * r, 1.0)))
+
+
+def fit_gbt(
+    d: ChainData,
+    coef: np.ndarray,
+    *,
+    rounds: int = 160,
+    lr: float = 0.15,
+    depth: int = 4,
+    min_leaf: int = 12,
+    seed: int = 0,
+    val_share: float = 0.15,
+    patience: int = 25,
+) -> dict[int, _Trees]:
+    """Boosted trees per type on the chain-sum loss (module docstring)."""
+    tree_cls, _ = _sklearn()
+    rng = np.random.default_rng([seed, 3])
+    val = rng.random(d.chains) < val_share
+    train_rows = ~val[d.c]
+    base = _base_rows(d, coef)
+    g = np.zeros(len(base))
+    models: dict[int, _Trees] = {t: _Trees(TREE_FEATURES) for t in range(len(d.types))}
+    rows_of = {t: np.flatnonzero(d.t == t) for t in range(len(d.types))}
+    best, best_round, counts = _loss(d, base, np.flatnonzero(val)), 0, {t: 0 for t in models}
+    known = d.fixed + d.offset
+    # float32 C-contiguous rows: scikit-learn's tree then skips its input checks (most of a
+    # small tree's fitting time)
+    xs = np.ascontiguousarray(d.x[:, list(TREE_FEATURES)], dtype=np.float32)
+    per_type = []
+    for t, rows in rows_of.items():
+        tr = rows[train_rows[rows]]
+        if len(tr) >= 2 * min_leaf:
+            per_type.append((t, rows, tr, xs[rows], xs[tr]))
+    for it in range(rounds):
+        p = base * np.exp(g)
+        s = np.bincount(d.c, weights=p * d.rep, minlength=d.chains) + known
+        r = np.clip(np.log(np.maximum(s, 1e-15) / d.total), -1.0, 1.0)
+        share = p * d.rep / np.maximum(s[d.c], 1e-15)
+        hess = share * share + 1e-6
+        target = np.clip(-r[d.c] * share / hess, -2.0, 2.0)
+        for t, rows, tr, x_all, x_tr in per_type:
+            m = tree_cls(max_depth=depth, min_samples_leaf=min_leaf, random_state=seed)
+            m.fit(x_tr, target[tr], sample_weight=hess[tr], check_input=False)
+            g[rows] += lr * m.predict(x_all, check_input=False)
+            models[t].trees.append(m)
+            models[t].scale.append(lr)
+        if val.any():
+            cur = _loss(d, base * np.exp(g), np.flatnonzero(val))
+            if cur < best - 1e-6:
+                best, best_round = cur, it + 1
+                counts = {t: len(models[t].trees) for t in models}
+            elif it + 1 - best_round >= patience:
+                break
+        else:
+            counts = {t: len(models[t].trees) for t in models}
+    for t, m in models.items():  # keep the trees of the best round
+        m.trees = m.trees[: counts[t]]
+        m.scale = m.scale[: counts[t]]
+    return models
+
+
+def fit_rf(
+    d: ChainData,
+    coef: np.ndarray,
+    *,
+    trees: int = 48,
+    depth: int = 10,
+    min_leaf: int = 5,
+    seed: int = 0,
+    passes: int = 2,
+) -> dict[int, _Trees]:
+    """Random forests per type on attributed per-kernel targets (module docstring)."""
+    _, forest_cls = _sklearn()
+    base = _base_rows(d, coef)
+    g = np.zeros(len(base))
+    xs = d.x[:, list(TREE_FEATURES)]
+    models: dict[int, _Trees] = {}
+    for _ in range(passes):
+        p = base * np.exp(g)
+        s = np.bincount(d.c, weights=p * d.rep, minlength=d.chains)
+        attributed = p * d.y[d.c] / np.maximum(s[d.c], 1e-15)
+        target = np.clip(np.log(attributed / base), -3.0, 3.0)
+        models = {}
+        for t in range(len(d.types)):
+            rows = np.flatnonzero(d.t == t)
+            if len(rows) < 2 * min_leaf:
+                continue
+            f = forest_cls(n_estimators=trees, max_depth=depth, min_samples_leaf=min_leaf,
+                           max_features=0.6, random_state=seed, n_jobs=1)  # fmt: skip
+            f.fit(xs[rows], target[rows])
+            g[rows] = f.predict(xs[rows])
+            models[t] = _Trees(TREE_FEATURES, list(f.estimators_), [1.0] * len(f.estimators_))
+    return models
+
+
+# ---------------------------------------------------------------------------- one fit
+
+
+@dataclass
+class _Fit:
+    types: list[str]
+    coef: np.ndarray
+    trees: dict[int, _Trees]
+    family: str
+
+    def kernel_models(self, d: ChainData | None = None) -> dict[str, KernelModel]:
+        out = {}
+        combine = "mean" if self.family == "rf" else "sum"
+        for t, name in enumerate(self.types):
+            tr = self.trees.get(t)
+            ens = tr.export(combine) if tr is not None and tr.trees else None
+            km = KernelModel(name, self.coef[t].copy(), ens)
+            if d is not None:
+                rows = d.x[d.t == t]
+                km.n = len(rows)
+                if len(rows):
+                    for col in ("macs", "in_bytes", "w_bytes", "out_bytes", "n_out", "ctx_bytes"):
+                        v = rows[:, _F[col]]
+                        km.ranges[col] = (float(v.min()), float(v.max()))
+            out[name] = km
+        return out
+
+
+def _fit_once(d: ChainData, family: str, seed: int) -> _Fit:
+    coef = fit_linear(d)
+    trees: dict[int, _Trees] = {}
+    if family == "gbt":
+        trees = fit_gbt(d, coef, seed=seed)
+    elif family == "rf":
+        trees = fit_rf(d, coef, seed=seed)
+    return _Fit(list(d.types), coef, trees, family)
+
+
+def _predict_rows(fit: _Fit, d: ChainData) -> np.ndarray:
+    """Per kernel row of ``d`` (whose types may differ from the fit's), one repeat's seconds."""
+    models = fit.kernel_models()
+    out = np.zeros(len(d.x))
+    for t, name in enumerate(d.types):
+        rows = np.flatnonzero(d.t == t)
+        m = models.get(name) or _fallback(models, name)
+        if m is None or not len(rows):
+            continue
+        out[rows] = m.predict(d.x[rows])
+    return out
+
+
+def _fallback(models: Mapping[str, KernelModel], name: str) -> KernelModel | None:
+    prefix, _, cls = name.partition(".")
+    base_cls = cls.split("_q8")[0]
+    for alt in (f"{prefix}.{base_cls}", f"tfl.{cls}", f"xnn.{cls}", f"{prefix}.other"):
+        if alt in models:
+            return models[alt]
+    return None
+
+
+# ---------------------------------------------------------------------------- CV and fit
+
+
+@dataclass
+class FitReport:
+    """What :func:`fit_config` found: per family the held-out errors, and the choice."""
+
+    config: str
+    chains: int
+    kernels: int
+    family: str
+    families: dict[str, dict[str, float]]
+    per_type: dict[str, dict[str, float]]
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "chains": self.chains,
+            "kernels": self.kernels,
+            "family": self.family,
+            "families": self.families,
+            "per_type": self.per_type,
+        }
+
+
+def cross_validate(
+    d: ChainData, family: str, *, folds: int = 3, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out predictions: per chain the predicted total, and per kernel row its seconds."""
+    rng = np.random.default_rng([seed, 11])
+    fold = rng.permutation(d.chains) % folds
+    pred_total = np.zeros(d.chains)
+    row_pred = np.zeros(len(d.x))
+    for k in range(folds):
+        test = np.flatnonzero(fold == k)
+        train = np.flatnonzero(fold != k)
+        if not len(test) or not len(train):
+            continue
+        fit = _fit_once(d.subset(train), family, seed)
+        dt = d.subset(test)
+        rp = _predict_rows(fit, dt)
+        s = np.bincount(dt.c, weights=rp * dt.rep, minlength=dt.chains)
+        pred_total[test] = s + dt.fixed + dt.offset
+        mask = np.zeros(d.chains, dtype=bool)
+        mask[test] = True
+        row_pred[mask[d.c]] = rp
+    return pred_total, row_pred
+
+
+def _summary(err: np.ndarray) -> dict[str, float]:
+    if not len(err):
+        return {"n": 0.0}
+    a = np.abs(err)
+    return {
+        "n": float(len(err)),
+        "median_abs": float(np.median(a)),
+        "within_5": float(np.mean(a <= 0.05)),
+        "within_10": float(np.mean(a <= 0.10)),
+        "q10": float(np.quantile(err, 0.1)),
+        "q90": float(np.quantile(err, 0.9)),
+    }
+
+
+def fit_config(
+    name: str,
+    d: ChainData,
+    *,
+    family: str = "auto",
+    seed: int = 0,
+    folds: int = 3,
+    progress: Progress | None = None,
+) -> tuple[dict[str, KernelModel], FitReport]:
+    """Cross-validate, choose the family, refit on all chains (module docstring).
+
+    Returns the kernel models (their ``cv`` filled from the held-out errors) and a report.
+    """
+    t0 = time.perf_counter()
+    fams = FAMILIES if family == "auto" else (family,)
+    for f in fams:
+        if f not in FAMILIES:
+            raise EdgepartError(f"unknown predictor family {f!r}; choose one of {FAMILIES}")
+    if d.chains < 2 * folds:
+        raise EdgepartError(
+            f"{name}: {d.chains} measured chains; need at least {2 * folds} (a longer budget)"
+        )
+    results: dict[str, dict[str, float]] = {}
+    held: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for f in fams:
+        if progress:
+            progress(f"{name}: cross-validating {f}")
+        pt, rp = cross_validate(d, f, folds=folds, seed=seed)
+        held[f] = (pt, rp)
+        err = pt / d.total - 1.0
+        mixed = np.array([h is None for h in d.homo])
+        results[f] = {**_summary(err), **{f"mixed_{k}": v for k, v in _summary(err[mixed]).items()}}
+    best = min(fams, key=lambda f: (results[f]["median_abs"], FAMILIES.index(f)))
+    if progress:
+        progress(f"{name}: fitting {best} on {d.chains} chains")
+    fit = _fit_once(d, best, seed)
+    models = fit.kernel_models(d)
+    # per type: held-out errors of the kernel part of chains the type dominates
+    pt, rp = held[best]
+    s_type = np.zeros((d.chains, len(d.types)))
+    np.add.at(s_type, (d.c, d.t), rp * d.rep)
+    kern = s_type.sum(axis=1)
+    kerr = kern / d.y - 1.0
+    per_type: dict[str, dict[str, float]] = {}
+    for t, tname in enumerate(d.types):
+        dom = s_type[:, t] >= 0.5 * np.maximum(kern, 1e-15)
+        summ = _summary(kerr[dom])
+        per_type[tname] = summ
+        if tname in models and summ.get("n", 0) >= 5:
+            models[tname].cv = {k: v for k, v in summ.items() if k != "n"}
+            models[tname].cv["chains"] = summ["n"]
+    rep = FitReport(
+        config=name,
+        chains=d.chains,
+        kernels=len(d.x),
+        family=best,
+        families=results,
+        per_type=per_type,
+        seconds=time.perf_counter() - t0,
+    )
+    return models, rep
+
+
+def config_predictor(
+    name: str,
+    executor: str,
+    threads: int,
+    invoke_s: float,
+    node_s: Mapping[str, float],
+    models: Mapping[str, KernelModel],
+    report: FitReport,
+    fallback: str | None = None,
+) -> ConfigPredictor:
+    """A :class:`ConfigPredictor` from fitted models and their report."""
+    fam = report.families[report.family]
+    return ConfigPredictor(
+        name=name,
+        executor=executor,
+        threads=threads,
+        invoke_s=invoke_s,
+        node_s=dict(node_s),
+        kernels=dict(models),
+        family=report.family,
+        cv={k: v for k, v in fam.items() if not k.startswith("mixed_")},
+        fallback=fallback,
+        extra={"families": report.families, "chains": report.chains},
+    )

@@ -1,0 +1,202 @@
+"""Kernel decomposition: XNNPACK's fusion and elision rules, builtin kernels, features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgepart.cost.kernels import FEATURES, decompose
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+from edgepart.ir.graph import Model
+
+F = {n: k for k, n in enumerate(FEATURES)}
+F32 = DType.FLOAT32
+CONV = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+
+
+class G:
+    """A small graph builder for these tests."""
+
+    def __init__(self, shape: tuple[int, ...] = (1, 16, 16, 8)) -> None:
+        self.mb = ModelBuilder()
+        self.g = self.mb.subgraph("main")
+        self.x0 = self.g.input("x", F32, shape)
+        self.rng = np.random.default_rng(0)
+        self.n = 0
+
+    def t(self, shape: tuple[int, ...]) -> int:
+        self.n += 1
+        return self.g.tensor(f"t{self.n}", F32, shape)
+
+    def c(self, value: np.ndarray) -> int:
+        self.n += 1
+        return self.g.constant(f"c{self.n}", value)
+
+    def conv(self, x: int, shape: tuple[int, ...], cout: int, k: int = 3, **opts: object) -> int:
+        n, h, w, c = shape
+        o = {**CONV, **opts}
+        s = int(o.get("stride_h", 1))  # type: ignore[call-overload]
+        if o["padding"] == "SAME":
+            ho, wo = -(-h // s), -(-w // s)
+        else:
+            ho, wo = (h - k) // s + 1, (w - k) // s + 1
+        y = self.t((n, ho, wo, cout))
+        wt = self.c(self.rng.standard_normal((cout, k, k, c)).astype(np.float32))
+        self.g.op("CONV_2D", [x, wt, self.c(np.zeros(cout, np.float32))], [y], options=o)
+        return y
+
+    def unary(self, op: str, x: int, shape: tuple[int, ...]) -> int:
+        y = self.t(shape)
+        self.g.op(op, [x], [y])
+        return y
+
+    def add(self, a: int, b: int, shape: tuple[int, ...]) -> int:
+        y = self.t(shape)
+        self.g.op("ADD", [a, b], [y])
+        return y
+
+    def reshape(self, x: int, new: tuple[int, ...]) -> int:
+        y = self.t(new)
+        s = self.c(np.array(new, np.int32))
+        self.g.op("RESHAPE", [x, s], [y], options={"new_shape": list(new)})
+        return y
+
+    def pad(self, x: int, shape: tuple[int, ...], p: int = 1, channel: bool = False) -> int:
+        n, h, w, c = shape
+        pads = [[0, 0], [p, p], [p, p], [0, 0]] if not channel else [[0, 0]] * 3 + [[0, p]]
+        out = (n, h + 2 * p, w + 2 * p, c) if not channel else (n, h, w, c + p)
+        y = self.t(out)
+        self.g.op("PAD", [x, self.c(np.array(pads, np.int32))], [y])
+        return y
+
+    def build(self, *outs: int) -> Model:
+        self.g.output(*outs)
+        outputs = [(f"y{i}", o) for i, o in enumerate(outs)]
+        self.mb.add_signature("serving_default", 0, [("x", self.x0)], outputs)
+        return self.mb.build()
+
+
+S = (1, 16, 16, 8)
+
+
+def test_conv_then_relu_is_one_xnnpack_kernel_and_two_builtin_ones():
+    g = G()
+    y = g.conv(g.x0, S, 8)
+    z = g.unary("RELU", y, S)
+    m = g.build(z)
+    k = decompose(m, "xnnpack")
+    assert k.types == ["xnn.conv"]
+    assert k.ops == [(0, 1)]
+    assert k.partitions == {"xnnpack": 1}
+    b = decompose(m, "builtin")
+    assert b.types == ["tfl.conv", "tfl.unary"]
+    assert b.partitions == {}
+
+
+def test_relu_after_add_stays_a_kernel_and_a_read_output_is_not_fused():
+    g = G()
+    a = g.add(g.x0, g.x0, S)
+    r = g.unary("RELU", a, S)
+    y = g.conv(g.x0, S, 8)
+    r2 = g.unary("RELU6", y, S)
+    m = g.build(r, r2, y)  # the conv's output is a model output: the clamp cannot merge
+    k = decompose(m, "xnnpack")
+    assert sorted(k.types) == ["xnn.binary", "xnn.conv", "xnn.unary", "xnn.unary"]
+
+
+def test_spatial_pad_merges_into_a_valid_conv_but_not_a_same_one():
+    g = G()
+    p = g.pad(g.x0, S)
+    y = g.conv(p, (1, 18, 18, 8), 8, padding="VALID")
+    m = g.build(y)
+    k = decompose(m, "xnnpack")
+    assert k.types == ["xnn.conv"] and sorted(k.ops[0]) == [0, 1]
+    # the kernel reads the pad's input, writes the conv's output
+    assert k.features[0, F["in_bytes"]] == 16 * 16 * 8 * 4
+    g2 = G()
+    p2 = g2.pad(g2.x0, S)
+    y2 = g2.conv(p2, (1, 18, 18, 8), 8, padding="SAME")
+    assert decompose(g2.build(y2), "xnnpack").types == ["xnn.pad", "xnn.conv"]
+    g3 = G()
+    p3 = g3.pad(g3.x0, S, 8, channel=True)  # a channel pad is a kernel of its own
+    y3 = g3.conv(p3, (1, 16, 16, 16), 8, padding="VALID")
+    assert decompose(g3.build(y3), "xnnpack").types == ["xnn.pad", "xnn.conv"]
+
+
+def test_reshape_costs_nothing_inside_a_partition_and_copies_at_its_boundary():
+    g = G()
+    a = g.add(g.x0, g.x0, S)
+    r = g.reshape(a, (1, 256, 8))
+    b = g.unary("LOGISTIC", r, (1, 256, 8))
+    k = decompose(g.build(b), "xnnpack")
+    assert k.types == ["xnn.binary", "xnn.math"]
+    assert k.op_kernel[1] == -1  # the reshape
+    g2 = G()
+    r2 = g2.reshape(g2.x0, (1, 256, 8))  # model input to model output: a real copy
+    assert decompose(g2.build(r2), "xnnpack").types == ["xnn.copy"]
+
+
+def test_dequantized_and_densified_weights_are_folded():
+    g = G()
+    w16 = g.g.constant("w16", np.ones((8, 3, 3, 8), np.float16))
+    w = g.t((8, 3, 3, 8))
+    g.g.op("DEQUANTIZE", [w16], [w])
+    y = g.t(S)
+    g.g.op("CONV_2D", [g.x0, w, g.c(np.zeros(8, np.float32))], [y], options=CONV)
+    m = g.build(y)
+    for ex in ("xnnpack", "builtin"):
+        k = decompose(m, ex)
+        assert len(k) == 1 and k.op_kernel[0] == -1
+        assert k.features[0, F["w_bytes"]] > 0 and k.features[0, F["macs"]] == 16 * 16 * 8 * 72
+
+
+def test_conv_features():
+    g = G((1, 32, 32, 8))
+    y = g.conv(g.x0, (1, 32, 32, 8), 24, k=3, stride_h=2, stride_w=2)
+    k = decompose(g.build(y), "xnnpack")
+    f = k.features[0]
+    assert (f[F["h"]], f[F["w"]], f[F["cin"]], f[F["cout"]]) == (16, 16, 8, 24)
+    assert (f[F["kh"]], f[F["kw"]], f[F["sh"]], f[F["sw"]]) == (3, 3, 2, 2)
+    assert f[F["macs"]] == 16 * 16 * 24 * 9 * 8
+    assert f[F["rows"]] == 256 and f[F["red"]] == 72
+    assert f[F["ctx_bytes"]] > f[F["w_bytes"]]
+
+
+def test_int8_kernels_have_their_own_types():
+    from edgepart.profiling.kernel_gen import ChainSpec, build_chain
+
+    m = build_chain(ChainSpec(seed=3, family="q8", length=3, homogeneous="conv"))
+    k = decompose(m, "xnnpack")
+    assert any(t == "xnn.conv_q8" for t in k.types)
+    assert not any(t == "xnn.conv" for t in k.types)
+
+
+def test_partitions_follow_the_claim():
+    g = G()
+    a = g.add(g.x0, g.x0, S)
+    c = g.t(S)
+    g.g.op("CAST", [a], [c])  # float -> float CAST: XNNPACK refuses it
+    b = g.add(c, c, S)
+    k = decompose(g.build(b), "xnnpack")
+    assert k.partitions == {"xnnpack": 2}
+    assert k.types == ["xnn.binary", "tfl.unary", "xnn.binary"]
+
+
+@pytest.mark.parametrize("executor", ["xnnpack", "builtin"])
+def test_every_op_is_in_one_kernel_or_free(executor):
+    from edgepart.profiling.kernel_gen import build_chain, draw_specs
+
+    for spec in draw_specs(np.random.default_rng(1), 12):
+        m = build_chain(spec)
+        k = decompose(m, executor)
+        covered = [o for ops in k.ops for o in ops]
+        assert len(covered) == len(set(covered))
+        for i in range(m.main.num_ops):
+            assert (k.op_kernel[i] >= 0) == (i in covered)
+
+
+def test_unknown_executor_is_refused():
+    g = G()
+    with pytest.raises(ValueError, match="unknown executor"):
+        decompose(g.build(g.add(g.x0, g.x0, S)), "tpu9000")

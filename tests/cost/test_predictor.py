@@ -1,0 +1,216 @@
+"""Predictor files and fits: format, validation, tree evaluation, sum fits, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edgepart.cost.kernels import FEATURES, Kernels
+from edgepart.cost.predictor import (
+    BASIS,
+    ConfigPredictor,
+    KernelModel,
+    Predictor,
+    PredictorError,
+    basis_matrix,
+    load_predictor,
+    predictor_from_dict,
+)
+from edgepart.cost.predictor_fit import chain_data, cross_validate, fit_config
+
+F = {n: k for k, n in enumerate(FEATURES)}
+
+
+def kernels(types: list[str], feats: np.ndarray, partitions: dict[str, int] | None = None):
+    return Kernels(
+        types=types,
+        features=np.asarray(feats, np.float64),
+        ops=[(i,) for i in range(len(types))],
+        op_kernel=np.arange(len(types)),
+        repeat=np.ones(len(types)),
+        partitions=partitions or {},
+    )
+
+
+def feat(macs: float = 0.0, nbytes: float = 0.0, cout: float = 16.0, h: float = 8) -> np.ndarray:
+    f = np.zeros(len(FEATURES))
+    f[F["macs"]] = macs
+    f[F["in_bytes"]] = nbytes
+    f[F["cout"]] = cout
+    f[F["h"]] = h
+    return f
+
+
+def simple_predictor() -> Predictor:
+    coef = np.zeros(len(BASIS))
+    coef[0] = 1e-6  # 1 us per kernel
+    coef[1] = 1e-5  # 10 us per million MACs
+    km = KernelModel("xnn.conv", coef, cv={"q10": -0.05, "q90": 0.08})
+    cp = ConfigPredictor("xnnpack_1t", "xnnpack", 1, 5e-7, {"xnnpack": 2e-7}, {"xnn.conv": km},
+                         cv={"q10": -0.1, "q90": 0.1})  # fmt: skip
+    return Predictor("test device", "measured", "unit test", {"xnnpack_1t": cp})
+
+
+def test_model_seconds_sums_kernels_invocation_and_nodes():
+    p = simple_predictor()
+    k = kernels(["xnn.conv", "xnn.conv"], [feat(2e6), feat(0)], {"xnnpack": 1})
+    e = p.configs["xnnpack_1t"].model_seconds(k)
+    assert e.seconds == pytest.approx(5e-7 + 2e-7 + (1e-6 + 2e-5) + 1e-6)
+    assert e.kernels == 2 and e.by_type["xnn.conv"] == pytest.approx(22e-6)
+    # the band is the conv's cross-validated band around the kernel time
+    assert e.low_s == pytest.approx(7e-7 + 22e-6 / 1.1) and e.high_s > e.seconds
+
+
+def test_unknown_types_fall_back_to_their_class():
+    p = simple_predictor()
+    k = kernels(["xnn.conv_q8", "tfl.conv"], [feat(1e6), feat(1e6)])
+    e = p.configs["xnnpack_1t"].model_seconds(k)
+    assert e.fallbacks == {"xnn.conv_q8": "xnn.conv", "tfl.conv": "xnn.conv"}
+    k2 = kernels(["xnn.softmax"], [feat()])
+    with pytest.raises(PredictorError, match=r"no model for kernel type 'xnn\.softmax'"):
+        p.configs["xnnpack_1t"].model_seconds(k2)
+
+
+def test_kernels_of_no_class_fall_back_to_a_copy_of_their_data():
+    p = simple_predictor()
+    with pytest.raises(PredictorError, match=r"no model for kernel type 'tfl\.other'"):
+        p.configs["xnnpack_1t"].model_seconds(kernels(["tfl.other"], [feat(0, 1e6)]))
+    coef = np.zeros(len(BASIS))
+    coef[0], coef[4] = 1e-6, 1e-4  # 1 us plus 100 us per MB read
+    cfg = p.configs["xnnpack_1t"]
+    cfg.kernels["xnn.copy"] = KernelModel("xnn.copy", coef, cv={"q10": -0.1, "q90": 0.1})
+    e = cfg.model_seconds(kernels(["tfl.other"], [feat(0, 1e6)]))
+    assert e.fallbacks == {"tfl.other": "xnn.copy"}
+    assert e.by_type["tfl.other"] == pytest.approx(1e-6 + 1e-4)
+
+
+def test_file_round_trip_is_byte_identical(tmp_path):
+    p = simple_predictor()
+    a = tmp_path / "a.json"
+    p.save(a)
+    q = load_predictor(a)
+    b = tmp_path / "b.json"
+    q.save(b)
+    assert a.read_bytes() == b.read_bytes()
+    assert q.configs["xnnpack_1t"].kernels["xnn.conv"].coef[1] == pytest.approx(1e-5)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.update(version=9), r"\$\.version: unsupported version 9"),
+        (lambda d: d.update(obtained="guessed"), r"\$\.obtained: 'guessed'"),
+        (lambda d: d.update(features=["x"]), r"\$\.features: fitted on another kernel feature"),
+        (
+            lambda d: d["configs"]["xnnpack_1t"]["kernels"]["xnn.conv"].update(
+                coef=[-1, 0, 0, 0, 0, 0, 0]
+            ),
+            r"\$\.configs\.xnnpack_1t\.kernels\.xnn\.conv\.coef: need 7 finite non-negative",
+        ),
+        (
+            lambda d: d["configs"]["xnnpack_1t"].update(threads=0),
+            r"\$\.configs\.xnnpack_1t: threads must be >= 1",
+        ),
+    ],
+)
+def test_bad_files_name_the_json_path(tmp_path, mutate, message):
+    d = simple_predictor().to_json()
+    mutate(d)
+    with pytest.raises(PredictorError, match=message):
+        predictor_from_dict(d, "p.json")
+    f = tmp_path / "p.json"
+    f.write_text("{not json")
+    with pytest.raises(PredictorError, match=r"p\.json: not JSON \(line 1"):
+        load_predictor(f)
+
+
+def test_exported_trees_predict_what_sklearn_predicts():
+    sklearn = pytest.importorskip("sklearn.tree")
+    from edgepart.cost.predictor_fit import TREE_FEATURES, _Trees
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 100, (400, len(FEATURES)))
+    y = np.sin(x[:, 4] / 10) + (x[:, 7] > 50)
+    trees = []
+    for s in range(3):
+        t = sklearn.DecisionTreeRegressor(max_depth=5, random_state=s)
+        t.fit(x[:, list(TREE_FEATURES)], y + s)
+        trees.append(t)
+    ens = _Trees(TREE_FEATURES, trees, [0.5, 0.5, 0.5]).export("sum")
+    want = sum(0.5 * t.predict(x[:, list(TREE_FEATURES)]) for t in trees)
+    assert np.allclose(ens.predict(x), want)
+    back = type(ens).from_json(json.loads(json.dumps(ens.to_json())), "t")
+    assert np.allclose(back.predict(x), want, rtol=1e-8)
+
+
+def _synthetic_chains(n: int, seed: int, truth) -> list:
+    """Chains of 1 to 5 kernels of two types whose latency follows ``truth``."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for _ in range(n):
+        length = int(rng.integers(1, 6))
+        types, feats, total = [], [], 1e-6
+        for _ in range(length):
+            t = "xnn.conv" if rng.random() < 0.6 else "xnn.binary"
+            f = feat(macs=rng.uniform(1e4, 5e6) if t == "xnn.conv" else 0.0,
+                     nbytes=rng.uniform(1e3, 1e6), cout=float(rng.integers(1, 64)),
+                     h=float(rng.integers(1, 32)))  # fmt: skip
+            types.append(t)
+            feats.append(f)
+            total += truth(t, f)
+        homo = types[0].split(".")[1] if len(set(types)) == 1 else None
+        items.append((kernels(types, np.vstack(feats)), total, 1e-6, homo))
+    return items
+
+
+def linear_truth(t: str, f: np.ndarray) -> float:
+    if t == "xnn.conv":
+        return 2e-7 + 1e-11 * f[F["macs"]]
+    return 1e-7 + 5e-11 * f[F["in_bytes"]]
+
+
+def test_linear_fit_recovers_a_linear_truth_from_chain_sums():
+    d = chain_data(_synthetic_chains(300, 0, linear_truth))
+    models, rep = fit_config("xnnpack_1t", d, family="linear")
+    for macs, cout in ((1e5, 16), (2e6, 3), (4e6, 40)):
+        f = feat(macs, cout=cout)
+        got = models["xnn.conv"].predict(f[None])[0]
+        assert got == pytest.approx(linear_truth("xnn.conv", f), rel=0.05)
+    assert rep.families["linear"]["median_abs"] < 0.01
+
+
+def test_boosted_trees_learn_what_the_linear_base_misses():
+    pytest.importorskip("sklearn")
+
+    def truth(t: str, f: np.ndarray) -> float:
+        base = linear_truth(t, f)
+        # small images run at a third of the speed (nothing the work terms see)
+        return base * (3.0 if t == "xnn.conv" and f[F["h"]] < 6 else 1.0)
+
+    d = chain_data(_synthetic_chains(400, 1, truth))
+    lin, _ = cross_validate(d, "linear", folds=3)
+    gbt, _ = cross_validate(d, "gbt", folds=3)
+    err = lambda p: float(np.median(np.abs(p / d.total - 1)))  # noqa: E731
+    assert err(gbt) < 0.5 * err(lin)
+
+
+def test_fits_are_deterministic():
+    pytest.importorskip("sklearn")
+    from edgepart.cost.predictor_fit import config_predictor
+
+    d = chain_data(_synthetic_chains(120, 2, linear_truth))
+    out = []
+    for _ in range(2):
+        models, rep = fit_config("xnnpack_1t", d, family="auto", seed=4)
+        cp = config_predictor("xnnpack_1t", "xnnpack", 1, 5e-7, {}, models, rep)
+        out.append(Predictor("d", "measured", "s", {"xnnpack_1t": cp}).dumps())
+    assert out[0] == out[1]
+
+
+def test_basis_rounds_output_channels_up_to_tiles():
+    b = basis_matrix(np.vstack([feat(1e6, cout=2), feat(1e6, cout=16), feat(1e6, cout=40)]))
+    assert b[:, 1].tolist() == [1.0, 1.0, 1.0]
+    assert b[:, 2].tolist() == pytest.approx([8.0, 1.0, 48 / 40])
+    assert b[:, 3].tolist() == pytest.approx([16.0, 2.0, 64 / 40])

@@ -1,0 +1,223 @@
+"""Calibration: generated chains, measuring with the real LiteRT, fitting, files, CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from edgepart.cli import main
+from edgepart.cost.predictor import load_predictor
+from edgepart.profiling.calibrate import (
+    MeasureConfig,
+    load_measurements,
+    measure,
+    real_owner,
+)
+from edgepart.profiling.host_predictor import fit_host_predictor
+from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
+from edgepart.tflite.writer import write_model
+
+
+def test_chains_are_deterministic_and_run_in_litert():
+    from edgepart.profiling.timing import delegate_nodes, fill_inputs, make_interpreter
+
+    specs = draw_specs(np.random.default_rng(7), 10)
+    for spec in specs:
+        a = write_model(build_chain(spec))
+        assert a == write_model(build_chain(ChainSpec.from_json(spec.to_json())))
+        for ex in ("xnnpack", "builtin"):
+            it = make_interpreter(a, ex, 1)
+            fill_inputs(it, 0)
+            it.invoke()
+            if ex == "xnnpack":
+                owner, nodes = real_owner(it, build_chain(spec).main.num_ops)
+                assert nodes == delegate_nodes(it)
+                assert (nodes == 0) == all(o is None for o in owner)
+
+
+def test_every_value_nobody_reads_is_an_output():
+    m = build_chain(ChainSpec(seed=11, length=8))
+    sg = m.main
+    read = {int(t) for t in sg.op_inputs.idx if t >= 0}
+    made = {int(t) for t in sg.op_outputs.idx if t >= 0}
+    assert made - read <= {int(t) for t in sg.outputs}
+
+
+@pytest.fixture(scope="module")
+def small_measurements(tmp_path_factory):
+    cfg = MeasureConfig(
+        configs=(("xnnpack", 1), ("builtin", 1)), seed=3, batch=8, rounds=3, max_chains=24
+    )
+    meas = measure(cfg)
+    path = tmp_path_factory.mktemp("cal") / "m.npz"
+    meas.save(path)
+    return meas, path
+
+
+def test_measurements_round_trip(small_measurements):
+    meas, path = small_measurements
+    back = load_measurements(path)
+    assert len(back.chains) == len(meas.chains) >= 24
+    for a, b in zip(meas.chains, back.chains, strict=True):
+        assert a.spec == b.spec
+        assert a.stats == b.stats
+        for ex in ("xnnpack", "builtin"):
+            assert a.kernels[ex].types == b.kernels[ex].types
+            assert np.array_equal(a.kernels[ex].features, b.kernels[ex].features)
+    assert back.fixed["xnnpack_1t"]["invoke"]["p10_s"] > 0
+    assert "delegate_node" in back.fixed["xnnpack_1t"]
+    assert meas.host["clocks"]["xnnpack_1t"] == "thread cpu time"
+
+
+def test_a_chain_with_no_kernels_survives_the_round_trip(small_measurements, tmp_path):
+    """A chain XNNPACK runs as free ops only (no kernel rows) is still a measurement of the
+    configuration's fixed costs: the refit from the file must see the chains the fit saw."""
+    import copy
+
+    from edgepart.cost.kernels import Kernels
+    from edgepart.profiling.calibrate import chains_for
+
+    meas, _ = small_measurements
+    m2 = copy.deepcopy(meas)
+    nf = m2.chains[0].kernels["xnnpack"].features.shape[1]
+    empty = Kernels(
+        types=[],
+        features=np.zeros((0, nf)),
+        ops=[],
+        op_kernel=np.zeros(0, np.int64),
+        repeat=np.zeros(0),
+        executor="xnnpack",
+    )
+    m2.chains[0].kernels["xnnpack"] = empty
+    path = tmp_path / "m.npz"
+    m2.save(path)
+    back = load_measurements(path)
+    assert len(back.chains[0].kernels["xnnpack"]) == 0
+    for cfg in ("xnnpack_1t", "builtin_1t"):
+        assert len(chains_for(back, cfg)) == len(chains_for(m2, cfg))
+
+
+def test_refit_from_the_same_measurements_is_byte_identical(small_measurements, tmp_path):
+    pytest.importorskip("sklearn")
+    _, path = small_measurements
+    outs = []
+    for k in range(2):
+        meas = load_measurements(path)
+        pred, _ = fit_host_predictor(meas, family="linear", seed=0)
+        out = tmp_path / f"p{k}.json"
+        pred.save(out)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    p = load_predictor(tmp_path / "p0.json")
+    assert sorted(p.configs) == ["builtin_1t", "xnnpack_1t"]
+    assert p.obtained == "measured" and p.calibration["chains"] >= 24
+
+
+@pytest.mark.parametrize("family", ["gbt", "rf", "auto"])
+def test_tree_refits_are_byte_identical(small_measurements, tmp_path, family):
+    """The tree families (and the cross-validated choice between all families) are seeded:
+    the same measurements and seed give the same predictor file, byte for byte."""
+    pytest.importorskip("sklearn")
+    _, path = small_measurements
+    outs = []
+    for k in range(2):
+        pred, _ = fit_host_predictor(load_measurements(path), family=family, seed=4)
+        out = tmp_path / f"{family}{k}.json"
+        pred.save(out)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    fams = {c.family for c in load_predictor(tmp_path / f"{family}0.json").configs.values()}
+    assert fams <= {"linear", "gbt", "rf"} and (family == "auto" or fams == {family})
+
+
+def test_cli_fit_only_writes_the_same_predictor_twice(small_measurements, tmp_path, capsys):
+    _, path = small_measurements
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for out in (a, b):
+        rc = main(["calibrate", "--host", "--fit-only", str(path), "--family", "linear",
+                   "--predictor-out", str(out), "--no-progress"])  # fmt: skip
+        assert rc == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert "xnnpack_1t:" in capsys.readouterr().out
+
+
+def test_measure_keeps_to_its_budget():
+    cfg = MeasureConfig(configs=(("xnnpack", 1),), seed=5, batch=6, rounds=3, budget_s=6.0)
+    t0 = time.monotonic()
+    meas = measure(cfg)
+    elapsed = time.monotonic() - t0
+    assert meas.chains
+    # a batch in flight stops sampling at the deadline; only its kernel bookkeeping remains
+    assert elapsed < cfg.budget_s + 4.0
+
+
+def test_calibrate_cli_errors(tmp_path, capsys):
+    assert main(["calibrate"]) == 2
+    assert "give --host" in capsys.readouterr().err
+    bad = tmp_path / "x.npz"
+    bad.write_bytes(b"not a zip")
+    assert main(["calibrate", "--host", "--fit-only", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not an edgepart calibration measurements file" in err and err.count("\n") == 1
+    assert main(["calibrate", "--host", "--budget", "0.1"]) == 2
+    assert "need at least half a minute" in capsys.readouterr().err
+
+
+def test_report_json(small_measurements, tmp_path, capsys):
+    _, path = small_measurements
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--host", "--fit-only", str(path), "--family", "linear",
+                 "--predictor-out", str(out), "--json"]) == 0  # fmt: skip
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["files"] == [str(out)]
+    assert {r["config"] for r in rep["reports"]} == {"xnnpack_1t", "builtin_1t"}
+
+
+def test_predictor_from_a_per_op_table(corpus, tmp_path, capsys):
+    """A measured per-op table (here the host's; a phone's from `profile --adb` has the same
+    format) fits a predictor that reproduces the table's own sum on its model."""
+    from edgepart.cost.estimate import estimate_model
+    from edgepart.tflite.reader import read_model
+
+    table = tmp_path / "t.json"
+    assert main(["profile", str(corpus["mobilenet_v2"]), "-o", str(table), "--no-progress",
+                 "--executor", "builtin"]) == 0  # fmt: skip
+    out = tmp_path / "p.json"
+    rc = main(["calibrate", "--from-table", f"{table}={corpus['mobilenet_v2']}",
+               "--predictor-out", str(out)])  # fmt: skip
+    assert rc == 0
+    assert "host_builtin_1t:" in capsys.readouterr().out
+    pred = load_predictor(out)
+    m = read_model(corpus["mobilenet_v2"])
+    est = estimate_model(m, pred)[0]
+    from edgepart.cost.table import load_table
+
+    pt = load_table(table).processors["host_builtin_1t"]
+    assert est.seconds == pytest.approx(pt.models[0]["predicted_s"], rel=0.25)
+    assert main(["calibrate", "--from-table", "x.json"]) == 2
+
+
+@pytest.mark.slow
+def test_calibrate_host_end_to_end_within_its_budget(tmp_path, monkeypatch, capsys):
+    """`calibrate --host --budget 1` measures, fits and writes the host profile, its predictor
+    and the measurements within the minute; `--profile host` then finds them."""
+    from edgepart.devices.profile import load_profile
+
+    t0 = time.monotonic()
+    rc = main(["calibrate", "--host", "--budget", "1", "-o", str(tmp_path), "--no-progress",
+               "--family", "linear"])  # fmt: skip
+    elapsed = time.monotonic() - t0
+    assert rc == 0
+    assert elapsed < 60 * 1.1
+    out = capsys.readouterr().out
+    assert "wrote" in out and "chains" in out
+    for f in ("host.yaml", "host.predictor.json", "host.measurements.npz"):
+        assert (tmp_path / f).is_file()
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(tmp_path / "host.yaml"))
+    prof = load_profile("host")
+    assert prof.processors[0].peak_ops_per_s["fp32"].provenance == "measured"
+    pred = load_predictor(prof.latency_predictor)
+    assert {c.executor for c in pred.configs.values()} == {"xnnpack", "builtin"}

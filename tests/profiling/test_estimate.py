@@ -1,0 +1,146 @@
+"""`edgepart estimate`, the host profile, and the cost model on predictors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edgepart.cli import main
+from edgepart.cost.estimate import estimate_model
+from edgepart.cost.kernels import KERNEL_CLASSES
+from edgepart.cost.model import CostModel
+from edgepart.cost.predictor import BASIS, ConfigPredictor, KernelModel, Predictor
+from edgepart.devices.profile import load_profile
+from edgepart.errors import ProfileError
+from edgepart.tflite.reader import read_model
+
+
+def toy_predictor() -> Predictor:
+    """Every kernel: 1 us plus 10 us per million MACs plus 1 us per MB moved."""
+    configs = {}
+    for name, ex, th, prefixes in (
+        ("xnnpack_1t", "xnnpack", 1, ("xnn", "tfl")),
+        ("builtin_1t", "builtin", 1, ("tfl",)),
+    ):
+        kernels = {}
+        for p in prefixes:
+            for cls in KERNEL_CLASSES:
+                c = np.zeros(len(BASIS))
+                c[0], c[1], c[4], c[5], c[6] = 1e-6, 1e-5, 1e-6, 1e-6, 1e-6
+                kernels[f"{p}.{cls}"] = KernelModel(f"{p}.{cls}", c, cv={"q10": -0.1, "q90": 0.2})
+        configs[name] = ConfigPredictor(name, ex, th, 3e-7, {"xnnpack": 1e-7}, kernels,
+                                        cv={"q10": -0.1, "q90": 0.1})  # fmt: skip
+    return Predictor("toy host", "measured", "unit test", configs, {"chains": 10})
+
+
+def host_files(tmp_path, pred: Predictor):
+    pred.save(tmp_path / "host.predictor.json")
+    text = (
+        "schema: edgepart/device@1\nname: host\ntitle: toy\nsoc: toy\nsource: test\n"
+        "latency_predictor: host.predictor.json\n"
+        "memory_domains:\n  dram:\n"
+        "    capacity_bytes: {value: 1000000000, provenance: measured, source: t}\n"
+        "    bandwidth_bytes_per_s: {value: 10000000000, provenance: measured, source: t}\n"
+        "processors:\n  - name: cpu\n    kind: cpu\n    delegate: xnnpack\n"
+        "    units: {value: 1, provenance: measured, source: t}\n"
+        "    threads: {value: 1, provenance: measured, source: t}\n"
+        "    peak_ops_per_s:\n      fp32: {value: 10000000000, provenance: measured, source: t}\n"
+        "    memory_bandwidth_bytes_per_s: {value: 10000000000, provenance: measured, source: t}\n"
+        "    memory_capacity_bytes: {value: 1000000000, provenance: measured, source: t}\n"
+        "    memory_domain: dram\n"
+        "    dispatch_overhead_s: {value: 0.0000003, provenance: measured, source: t}\n"
+    )
+    (tmp_path / "host.yaml").write_text(text)
+    return tmp_path / "host.yaml"
+
+
+def test_host_profile_name_resolves_to_the_calibrated_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(tmp_path / "host.yaml"))
+    with pytest.raises(ProfileError, match="run `edgepart calibrate --host`"):
+        load_profile("host")
+    host_files(tmp_path, toy_predictor())
+    prof = load_profile("host")
+    assert prof.name == "host"
+    assert prof.latency_predictor == str(tmp_path / "host.predictor.json")
+
+
+def test_a_missing_predictor_file_is_a_one_line_profile_error(tmp_path):
+    y = host_files(tmp_path, toy_predictor())
+    (tmp_path / "host.predictor.json").unlink()
+    with pytest.raises(ProfileError, match=r"latency_predictor: no such predictor file"):
+        load_profile(str(y))
+
+
+def test_cost_model_uses_the_predictor_and_agrees_with_estimate(corpus, tmp_path):
+    y = host_files(tmp_path, toy_predictor())
+    from edgepart.cost.hardware import load_hardware
+
+    m = read_model(corpus["mobilenet_v2"])
+    hw = load_hardware(str(y))
+    gc = CostModel(hw).costs(m.main, m)
+    n = m.main.num_ops
+    assert gc.source_counts("cpu")["predicted"] == n
+    whole = gc.partition_latency(range(n), "cpu")
+    est = estimate_model(m, toy_predictor(), configs=["xnnpack_1t"])[0]
+    assert whole.seconds == pytest.approx(est.seconds, rel=1e-9)
+    assert whole.low_s is not None and whole.high_s is not None
+    assert whole.low_s < whole.seconds < whole.high_s
+    # without the predictor: the roofline, as before
+    assert CostModel(hw, predictor=False).costs(m.main, m).source_counts("cpu")["roofline"] == n
+
+
+def test_estimate_cli(corpus, tmp_path, monkeypatch, capsys):
+    y = host_files(tmp_path, toy_predictor())
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(y))
+    assert main(["estimate", str(corpus["mobilenet_v2"]), "--profile", "host"]) == 0
+    out = capsys.readouterr().out
+    assert "CPU 1 thread (XNNPACK)" in out and "CPU 1 thread (builtin)" in out
+    assert "measured on this host" in out
+    assert main(["estimate", str(corpus["mobilenet_v2"]), "--profile", "host", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {e["config"] for e in doc["estimates"]} == {"xnnpack_1t", "builtin_1t"}
+    for e in doc["estimates"]:
+        assert e["low_s"] <= e["seconds"] <= e["high_s"]
+    assert main(["estimate", str(corpus["mobilenet_v2"]), "--profile", "host", "--config",
+                 "gpu"]) == 2  # fmt: skip
+    assert "--config 'gpu': the predictor has builtin_1t, xnnpack_1t" in capsys.readouterr().err
+
+
+def test_estimate_from_specs_says_so(corpus, capsys):
+    assert main(["estimate", str(corpus["mobilenet_v2"]), "--profile", "pixel8"]) == 0
+    out = capsys.readouterr().out
+    assert "estimated from specs" in out
+    assert "GPU" in out and "NNAPI" in out
+
+
+def test_estimate_resolves_shapes_computed_in_the_model(corpus, tmp_path, monkeypatch, capsys):
+    y = host_files(tmp_path, toy_predictor())
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(y))
+    rc = main(["estimate", str(corpus["dynamic_batch"]), "--profile", "host", "--json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["shapes_resolved"] is True
+    assert all(np.isfinite(e["seconds"]) for e in doc["estimates"])
+    assert main(["estimate", str(corpus["dynamic_batch"]), "--profile", "host",
+                 "--input-shape", "bad"]) == 2  # fmt: skip
+    assert "expected NAME=D1,D2" in capsys.readouterr().err
+
+
+def test_partition_on_the_host_profile_uses_its_predictor(corpus, tmp_path, monkeypatch, capsys):
+    """`partition --profile host` costs the model with the calibrated host's predictor."""
+    y = host_files(tmp_path, toy_predictor())
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(y))
+    m = read_model(corpus["mobilenet_v2"])
+    est = estimate_model(m, toy_predictor(), configs=["xnnpack_1t"])[0]
+    assert main(["partition", str(corpus["mobilenet_v2"]), "--profile", "host"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("predicted latency"))
+    ms = float(line.split()[2])
+    assert ms == pytest.approx(est.seconds * 1e3, abs=5e-4)
+    # the shipped x86_host profile is a record of another machine, not this one
+    from edgepart.devices.profile import profile_dir
+
+    head = (profile_dir() / "x86_host.yaml").read_text().split("schema:")[0]
+    assert "--profile host" in head and "record of one" in head
