@@ -178,8 +178,6 @@ class GraphCosts:
                 pc = None
                 if cm.predictor is not None:
                     if sigs is None:
-                        from edgepart.cost.signature import op_signatures
-
                         sigs = op_signatures(sg)
                     pc = predicted_costs(
                         model, sg, self.work, sigs, lat[:, p], cm.predictor, proc.delegate,
