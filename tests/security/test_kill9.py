@@ -98,7 +98,7 @@ def test_kill9_during_partition(tmp_path, corpus):
     rng = random.Random(17)
     counts: Counter[str] = Counter()
     current = "new"
-    for _ in range(TRIALS):
+    for k in range(TRIALS):
         target = "old" if current == "new" else "new"
         code = _killed_at(args[target], rng.uniform(0, span))
         counts["killed" if code == -signal.SIGKILL else f"finished {code}"] += 1
@@ -111,6 +111,7 @@ def test_kill9_during_partition(tmp_path, corpus):
         assert _snapshot(out) == refs[target]
         assert sorted(os.listdir(parent)) == ["out"]  # ... and no temporary survives it
         current = target
+        print(f"trial {k + 1}: {dict(counts)}", flush=True)
     print(f"\npartition -o: {TRIALS} trials over [0, {span:.2f} s]: {dict(counts)}")
     assert counts["killed"] >= TRIALS // 2  # most instants fell inside the command
 
@@ -133,7 +134,7 @@ def test_kill9_during_profile(tmp_path, corpus):
     rng = random.Random(18)
     counts: Counter[str] = Counter()
     current = "new"
-    for _ in range(TRIALS):
+    for k in range(TRIALS):
         target = "old" if current == "new" else "new"
         before = out.read_bytes()
         code = _killed_at(args[target], rng.uniform(0, span))
@@ -151,6 +152,7 @@ def test_kill9_during_profile(tmp_path, corpus):
         assert models[target].name in _models_of(out)
         assert sorted(os.listdir(parent)) == ["table.json"]
         current = target
+        print(f"trial {k + 1}: {dict(counts)}", flush=True)
     print(f"\nprofile -o: {TRIALS} trials over [0, {span:.2f} s]: {dict(counts)}")
     assert counts["killed"] >= TRIALS // 2
 
