@@ -95,4 +95,5 @@ def test_kill9_during_bench_resume(env: EmulatedDevice, model: Path, tmp_path: P
         assert _temporaries(res) == []
         print(f"trial {k + 1}: {dict(counts)}", flush=True)
     print(f"\nbench --resume: {TRIALS} trials over [0, {span:.2f} s]: {dict(counts)}")
-    assert counts["killed"] >= TRIALS // 2
+    # most instants fall inside the command; the machine's load moves durations, hence 1/4
+    assert counts["killed"] >= TRIALS // 4
