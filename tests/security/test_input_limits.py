@@ -191,3 +191,13 @@ def test_plan_memory_refuses_a_cyclic_model(tmp_path):
 
     with pytest.raises(ModelFormatError, match="cycle"):
         model_buffers(f)
+
+
+def test_a_costgraph_key_with_a_newline_is_named_on_one_line(tmp_path):
+    """Found by the costgraph fuzz harness: an unknown key holding a newline was copied into
+    the message as is, making it two lines."""
+    doc = random_costgraph_doc(4, 2, 1)
+    doc["links"][0]["band\nwidth"] = 1
+    with pytest.raises(CostGraphError) as err:
+        load_costgraph(_costgraph(tmp_path, json.dumps(doc)))
+    assert 'links[0]["band\\nwidth"]: unknown key' in _one_line(err)
