@@ -10,8 +10,11 @@ signal and the last progress label it reported (``run --verify`` and ``profile``
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import signal
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -49,7 +52,7 @@ def run_isolated(
     receive, send = ctx.Pipe(duplex=False)
     dirs = [str(d) for d in search_path._option_dirs]
     child = ctx.Process(
-        target=_child, args=(send, fn, args, progress is not None, dirs), daemon=True
+        target=_child, args=(send, fn, args, progress is not None, dirs, os.getpid()), daemon=True
     )
     child.start()
     send.close()
@@ -84,8 +87,15 @@ def run_isolated(
 
 
 def _child(
-    send: Any, fn: Callable[..., Any], args: tuple[Any, ...], report: bool, dirs: list[str]
+    send: Any,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    report: bool,
+    dirs: list[str],
+    parent: int,
 ) -> None:
+    _die_with_parent(parent)
+
     def progress(done: int, total: int, label: str) -> None:
         send.send(("progress", (done, total, label)))
 
@@ -100,3 +110,17 @@ def _child(
         send.send(("error", RuntimeBackendError(f"failed in the child process: {last}")))
     finally:
         send.close()
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this child when the process that started it dies (even by SIGKILL), so a
+    killed ``profile`` leaves no LiteRT work running; if the parent is already gone, exit."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(ctypes.c_int(1), ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # no prctl: the child still ends when it next reports
+        return
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)

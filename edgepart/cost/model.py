@@ -54,6 +54,7 @@ from edgepart.cost.predicted_costs import PredictedCosts, predicted_costs
 from edgepart.cost.predictor import Predictor
 from edgepart.cost.programs import compiled_programs
 from edgepart.cost.roofline import Roofline, roofline
+from edgepart.cost.signature import op_signatures
 from edgepart.cost.table import (
     INTERPOLATED,
     MEASURED,

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgepart.errors import ArenaOverflowError, UsageError
+from edgepart.errors import ArenaOverflowError, ModelFormatError, UsageError
+from edgepart.ir.analysis import topological_order
 from edgepart.ir.graph import BufferTable, Model
 from edgepart.ir.values import Metadata
 from edgepart.memory.arena import DEFAULT_TIME_LIMIT, ArenaPlan, plan_arena
@@ -65,7 +66,15 @@ def model_buffers(
     inplace: bool = True,
     subgraphs: list[int] | None = None,
 ) -> ModelBuffers:
-    """Buffers of every (or the chosen) subgraph of ``model`` with TFLite's lifetimes."""
+    """Buffers of every (or the chosen) subgraph of ``model`` with TFLite's lifetimes.
+
+    Raises
+    ------
+    ModelFormatError
+        A subgraph's ops form a cycle (no order runs them, so no lifetimes exist).
+    UsageError
+        A chosen subgraph that does not exist.
+    """
     m = _load(model)
     chosen = list(range(len(m.subgraphs))) if subgraphs is None else subgraphs
     ids: list[str] = []
@@ -75,6 +84,10 @@ def model_buffers(
     for k in chosen:
         if not 0 <= k < len(m.subgraphs):
             raise UsageError(f"model has {len(m.subgraphs)} subgraphs, no subgraph {k}")
+        try:  # a cycle has no order to run in, so no lifetimes
+            topological_order(m.subgraphs[k])
+        except ModelFormatError as err:
+            raise ModelFormatError(f"{m.source or 'model'}: subgraph {k}: {err}") from None
         lt = tflite_lifetimes(m.subgraphs[k], inplace=inplace)
         lts.append(lt)
         ids += [f"sg{k}:t{t}" for t in lt.tensors.tolist()]

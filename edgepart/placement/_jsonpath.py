@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -35,8 +36,9 @@ class Ctx:
         allowed = set(required) | set(optional)
         for k in v:
             if k not in allowed:
+                key = str(k) if NAME_RE.match(str(k)) else f"[{json.dumps(str(k))[:80]}]"
                 self.fail(
-                    f"{path}.{k}" if path else str(k),
+                    f"{path}.{key}" if path and not key.startswith("[") else f"{path}{key}",
                     f"unknown key; allowed keys are {', '.join(sorted(allowed))}",
                 )
 
