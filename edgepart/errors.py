@@ -35,6 +35,7 @@ __all__ = [
     "PassError",
     "PlacementInfeasibleError",
     "PlanError",
+    "PredictorError",
     "ProfileError",
     "RemoteBinaryError",
     "RemoteCommandError",
@@ -72,6 +73,12 @@ class UnsupportedOpError(EdgepartError):
     """An op or tensor of the model that the requested component cannot handle: a tensor type
     a bundle cannot pass between partitions or in and out (RESOURCE, VARIANT, ...), a constant
     model output no partition computes (names the op or tensor)."""
+
+
+class PredictorError(EdgepartError):
+    """A latency predictor or calibration measurements file that cannot be used (names the file
+    and the JSON path), or a fit that cannot be made from the measurements given (too few
+    measured kernels)."""
 
 
 class CostGraphError(EdgepartError):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 from edgepart.bundle.parts import MODEL_LIMIT
@@ -107,7 +109,11 @@ def profile_host(
     if statistic not in STATISTICS:
         raise UsageError(f"statistic {statistic!r}: use one of {', '.join(STATISTICS)}")
     path = os.fspath(model)
-    check_model(read_model(path), path)
+    raw = read_model(path)
+    check_model(raw, path)
+    # the sizes it runs at (a note says so for a dynamic input not given); the child repeats
+    # this quietly
+    sized = apply_input_shapes(raw, input_shapes)
     cfg = ProfileConfig(
         executor=executor,
         threads=threads,
@@ -122,6 +128,8 @@ def profile_host(
         what=f"profile {path}",
         progress=progress,
     )
+    if res.model is None:  # the child's model does not cross processes: the sized one does
+        res = dataclasses.replace(res, model=sized)
     if output is not None:
         res.table.save(output)
     return res
@@ -135,7 +143,9 @@ def _profile_file(
 ) -> ProfileResult:
     """:func:`profile_model` of a file (what :func:`profile_host` runs in its child process)."""
     raw = read_model(path)
-    m = apply_input_shapes(raw, input_shapes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the parent gave the input-size note already
+        m = apply_input_shapes(raw, input_shapes)
     content = None  # a model whose sizes changed is timed as written with them
     if all(
         a.tensor_shape is b.tensor_shape for a, b in zip(m.subgraphs, raw.subgraphs, strict=True)
@@ -144,4 +154,6 @@ def _profile_file(
         content = read_regular(
             path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError
         )
-    return profile_model(m, cfg, model_bytes=content, name=path, progress=progress)
+    res = profile_model(m, cfg, model_bytes=content, name=path, progress=progress)
+    # a model holds decoders (closures) that do not pickle; the parent attaches its own
+    return dataclasses.replace(res, model=None)

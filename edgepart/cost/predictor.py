@@ -35,7 +35,7 @@ import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.cost.signature import unique_rows
-from edgepart.errors import EdgepartError
+from edgepart.errors import PredictorError
 from edgepart.fileio import atomic_write_text
 
 __all__ = [
@@ -57,10 +57,6 @@ VERSION = 1
 OBTAINED = ("measured", "calibrated", "estimated")
 BASIS = ("one", "macs_m", "macs16_m", "macs32_m", "in_mb", "out_mb", "w_mb")
 _F = {n: k for k, n in enumerate(FEATURES)}
-
-
-class PredictorError(EdgepartError):
-    """A predictor file that cannot be used (names the file and the JSON path)."""
 
 
 def basis_matrix(features: np.ndarray) -> np.ndarray:

@@ -111,6 +111,8 @@ def solve_exact(
     root_lb = lower_bound(g, objective, lp=lp_bound, time_limit=max(0.05, 0.3 * time_limit)).value
     if best_units is not None and best_ev is not None and best_key[0] <= root_lb * (1 + 1e-9):
         # the incumbent meets the bound: proven without a search
+        if progress is not None:
+            progress(int(time_limit * 1e3), int(time_limit * 1e3), "0 nodes, done (at the bound)")
         return ExactResult(best_units, best_ev, True, 0, 0, time.perf_counter() - t0, root_lb)
     lat = np.where(adm, g.latency, np.inf)
     dom = g.proc_domain.tolist()
@@ -182,6 +184,8 @@ def solve_exact(
 
     if n > BB_MAX_NODES or (best_units is None and n > 60):
         # beyond the branch and bound's reach: the incumbent and the bound are the answer
+        if progress is not None:
+            progress(int(time_limit * 1e3), int(time_limit * 1e3), "0 nodes, done (too large)")
         if best_units is None or best_ev is None:
             arr = g.proc_first_unit[np.argmin(np.where(adm, g.latency, np.inf), axis=1)]
             return ExactResult(

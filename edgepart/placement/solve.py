@@ -154,7 +154,13 @@ def _exact(g: CostGraph, o: SolveOptions, bl: list[Baseline]) -> tuple[np.ndarra
         if r.exact:
             milp_bound = r.bound
     left = max(0.01, tl - (time.perf_counter() - t0))
-    r2 = solve_exact(g, o.objective, time_limit=left, incumbents=incumbents, progress=o.progress)
+    r2 = solve_exact(
+        g,
+        o.objective,
+        time_limit=left,
+        incumbents=incumbents,
+        progress=None if o.progress is None else _whole_limit(o.progress, t0, tl),
+    )
     best = objective_key(r2.evaluation, o.objective)[0]
     bound = max(r2.bound, milp_bound)
     optimal = r2.optimal or (math.isfinite(best) and best <= bound * (1 + 1e-9))
@@ -169,6 +175,18 @@ def _exact(g: CostGraph, o: SolveOptions, bl: list[Baseline]) -> tuple[np.ndarra
         }
     )
     return r2.units, info
+
+
+def _whole_limit(progress: ProgressCallback, t0: float, limit: float) -> ProgressCallback:
+    """The branch and bound's progress in milliseconds of the whole exact mode's time limit
+    (the heuristic and the MILP ran before it, within the same limit)."""
+    full = int(limit * 1e3)
+
+    def report(done: int, total: int, label: str) -> None:
+        now = min(full, int((time.perf_counter() - t0) * 1e3))
+        progress(full if done >= total else now, full, label)
+
+    return report
 
 
 @register_solver("edge-cut")

@@ -38,7 +38,7 @@ import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels, decompose
 from edgepart.cost.stats import Stats, stats_from_samples
-from edgepart.errors import EdgepartError, RuntimeBackendError, UsageError
+from edgepart.errors import EdgepartError, PredictorError, RuntimeBackendError, UsageError
 from edgepart.fileio import atomic_write
 from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 
@@ -211,18 +211,20 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
             k_chain, k_exec, k_type = z["k_chain"], z["k_exec"], z["k_type"]
             k_rep, k_feat = z["k_repeat"], z["k_feat"]
     except FileNotFoundError:
-        raise EdgepartError(f"{p}: no such measurements file") from None
+        raise UsageError(f"{p}: no such measurements file") from None
     except (OSError, ValueError, KeyError) as err:
-        raise EdgepartError(f"{p}: not an edgepart calibration measurements file ({err})") from None
+        raise PredictorError(
+            f"{p}: not an edgepart calibration measurements file ({err})"
+        ) from None
     if header.get("format") != MEASUREMENTS_FORMAT:
-        raise EdgepartError(f"{p}: not an edgepart calibration measurements file")
+        raise PredictorError(f"{p}: not an edgepart calibration measurements file")
     if header.get("version") != MEASUREMENTS_VERSION:
-        raise EdgepartError(
+        raise PredictorError(
             f"{p}: measurements version {header.get('version')}; this edgepart reads "
             f"version {MEASUREMENTS_VERSION}"
         )
     if list(header["features"]) != list(FEATURES):
-        raise EdgepartError(
+        raise PredictorError(
             f"{p}: measured with another kernel feature set; measure again with this edgepart"
         )
     types = header["types"]

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from edgepart.cost.table import INTERPOLATED, MEASURED, PREDICTED, ROOFLINE, UNKNOWN
 from edgepart.deploy.apply import placed_partitions
 from edgepart.ir import analysis
 from edgepart.report.measured import MeasuredSchedule
@@ -37,7 +38,8 @@ PALETTE = {"cpu": "#4e79a7", "gpu": "#59a14f", "npu": "#f28e2b", "dsp": "#b07aa1
 """Processor colors by kind (colorblind-safe Tableau 10 hues); a second processor of the same
 kind takes the next free color of :data:`_EXTRA`."""
 _EXTRA = ("#e15759", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac")
-_SOURCES = ("measured", "interpolated", "roofline")
+# the order of GraphCosts.source codes (edgepart.cost.model)
+_SOURCES = (MEASURED, INTERPOLATED, PREDICTED, ROOFLINE, UNKNOWN)
 
 
 def _r(x: float | None, digits: int = 5) -> float | None:

@@ -110,7 +110,7 @@ def test_sample_files(tmp_path: Path) -> None:
     assert [sorted(s) for s in load_samples(m, two)] == [["image", "meta"]] * 2
     (tmp_path / "p").mkdir()
     np.save(tmp_path / "p" / "o.npy", np.array([{"x": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(UsageError, match=r"cannot read as \.npy"):
+    with pytest.raises(UsageError, match=r"holds Python objects"):
         load_samples(tmp_path / "p", spec)  # pickles are refused
     r = random_samples(two, 3, seed=1)
     assert len(r) == 3 and np.array_equal(r[0]["image"], random_samples(two, 3, seed=1)[0]["image"])

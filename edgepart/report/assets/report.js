@@ -759,7 +759,7 @@
         trs[i].style.display = ok ? "" : "none";
         if (ok) shown++;
       }
-      count.textContent = shown + " of " + N + " ops; latency sources: m measured, i interpolated, r roofline; bold: the chosen processor";
+      count.textContent = shown + " of " + N + " ops; latency sources: m measured, i interpolated, p predicted, r roofline, u unknown; bold: the chosen processor";
     }
     filter.addEventListener("input", apply);
     only.addEventListener("change", apply);
