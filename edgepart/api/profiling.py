@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 
@@ -144,4 +145,8 @@ def _profile_file(
         content = read_regular(
             path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError
         )
-    return profile_model(m, cfg, model_bytes=content, name=path, progress=progress)
+    res = profile_model(m, cfg, model_bytes=content, name=path, progress=progress)
+    # the result crosses back to the parent by pickle, and a model read from a file decodes
+    # its op options lazily (closures over the flatbuffer), which do not pickle: the parent
+    # has the file
+    return dataclasses.replace(res, model=None)
