@@ -15,9 +15,11 @@ The whole job, one call per step (each takes everything the matching CLI command
 Models: :func:`read_model`, :func:`inspect_model`, :func:`claims`. Devices:
 :func:`load_device`, :func:`load_delegate`, :func:`device_names`, :func:`delegate_names`,
 :func:`catalog`, :func:`validate_yaml`, the host executors :data:`EXECUTOR_NAMES`. Costs:
-:func:`roofline`, :func:`profile_host`. Placement: :func:`place`, :func:`compile`,
-:func:`place_graph`. Memory: :func:`plan_memory`, :func:`write_tflm_plan`. Bundles:
-:func:`load_bundle`, :func:`run_bundle`, :class:`PartitionedInterpreter`. Phones (adb):
+:func:`roofline`, :func:`profile_host`. Latency prediction: :func:`calibrate_host`,
+:func:`refit_predictor`, :func:`fit_predictor_from_tables`, :func:`estimate`. Placement:
+:func:`place`, :func:`compile`, :func:`place_graph`. Memory: :func:`plan_memory`,
+:func:`write_tflm_plan`. Bundles: :func:`load_bundle`, :func:`run_bundle`,
+:class:`PartitionedInterpreter`. Phones (adb):
 :func:`adb_devices`, :func:`bench_model`, :func:`bench_bundle`, :func:`profile_phone`.
 Conversion: :func:`convert_model` (Keras, SavedModel, PyTorch to a checked ``.tflite``). Reports:
 :func:`build_report`, :func:`write_report` (one self-contained HTML page). Long steps take a
@@ -80,6 +82,14 @@ if TYPE_CHECKING:
         load_device,
         validate_yaml,
     )
+    from edgepart.api.latency import (
+        EstimateReport,
+        HostCalibration,
+        calibrate_host,
+        estimate,
+        fit_predictor_from_tables,
+        refit_predictor,
+    )
     from edgepart.api.memory import plan_memory, write_tflm_plan
     from edgepart.api.models import claims, inspect_model, read_model
     from edgepart.api.phones import adb_devices, bench_bundle, bench_model, profile_phone
@@ -121,6 +131,12 @@ _LAZY = {
     "validate_yaml": "edgepart.api.devices",
     "roofline": "edgepart.api.costs",
     "profile_host": "edgepart.api.profiling",
+    "calibrate_host": "edgepart.api.latency",
+    "refit_predictor": "edgepart.api.latency",
+    "fit_predictor_from_tables": "edgepart.api.latency",
+    "estimate": "edgepart.api.latency",
+    "EstimateReport": "edgepart.api.latency",
+    "HostCalibration": "edgepart.api.latency",
     "place": "edgepart.api.placement",
     "compile": "edgepart.api.placement",
     "place_graph": "edgepart.api.placement",
@@ -177,6 +193,8 @@ __all__ = [
     "DeviceNotFoundError",
     "DeviceUnauthorizedError",
     "EdgepartError",
+    "EstimateReport",
+    "HostCalibration",
     "InputShapeNote",
     "LatencyTableError",
     "ModelFormatError",
@@ -200,13 +218,16 @@ __all__ = [
     "bench_bundle",
     "bench_model",
     "build_report",
+    "calibrate_host",
     "catalog",
     "claims",
     "compile",
     "convert_model",
     "delegate_names",
     "device_names",
+    "estimate",
     "failed_outputs",
+    "fit_predictor_from_tables",
     "inspect_model",
     "load_bundle",
     "load_cluster",
@@ -222,6 +243,7 @@ __all__ = [
     "profile_phone",
     "random_inputs",
     "read_model",
+    "refit_predictor",
     "roofline",
     "run_bundle",
     "run_cluster",
