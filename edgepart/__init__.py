@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from edgepart.api.latency import (
         EstimateReport,
         HostCalibration,
+        PredictorFit,
         calibrate_host,
         estimate,
         fit_predictor_from_tables,
@@ -137,6 +138,7 @@ _LAZY = {
     "estimate": "edgepart.api.latency",
     "EstimateReport": "edgepart.api.latency",
     "HostCalibration": "edgepart.api.latency",
+    "PredictorFit": "edgepart.api.latency",
     "place": "edgepart.api.placement",
     "compile": "edgepart.api.placement",
     "place_graph": "edgepart.api.placement",
@@ -204,6 +206,7 @@ __all__ = [
     "PipelinePlan",
     "PlacementInfeasibleError",
     "PlanError",
+    "PredictorFit",
     "ProfileError",
     "Progress",
     "RemoteBinaryError",

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from edgepart.cost.predictor import Predictor
 from edgepart.cost.predictor_fit import FitReport
@@ -21,7 +23,12 @@ from edgepart.devices.host_executors import MAX_THREADS
 from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
 from edgepart.profiling import host_calibration
-from edgepart.profiling.host_calibration import HostCalibration, default_configs, refit
+from edgepart.profiling.host_calibration import (
+    PREDICTOR_FILE,
+    HostCalibration,
+    default_configs,
+    refit,
+)
 from edgepart.profiling.model_estimate import EstimateReport, estimate_file
 from edgepart.profiling.table_fit import predictor_from_tables
 from edgepart.tflite.reader import read_model
@@ -30,6 +37,7 @@ __all__ = [
     "CALIBRATED_EXECUTORS",
     "EstimateReport",
     "HostCalibration",
+    "PredictorFit",
     "calibrate_host",
     "estimate",
     "fit_predictor_from_tables",
@@ -45,6 +53,15 @@ STATISTICS = ("p10", "median", "min")
 Progress = Callable[[int, int, str], None]
 # progress is reported in thousandths of the budget (calibration) or of the fit (refit)
 _STEPS = 1000
+
+
+@dataclass
+class PredictorFit:
+    """What :func:`refit_predictor` fitted and wrote."""
+
+    predictor: Predictor
+    reports: list[FitReport]
+    files: list[Path] = field(default_factory=list)
 
 
 def calibrate_host(
@@ -138,13 +155,13 @@ def calibrate_host(
 
 def refit_predictor(
     measurements: str | os.PathLike[str],
-    out: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
     *,
     family: str = "auto",
     statistic: str = "p10",
     seed: int | None = None,
     progress: Progress | None = None,
-) -> tuple[Predictor, list[FitReport]]:
+) -> PredictorFit:
     """Fit a host predictor again from saved measurements (``host.measurements.npz``).
 
     The same measurements, family, statistic and seed give a byte-identical predictor file.
@@ -154,7 +171,8 @@ def refit_predictor(
     measurements
         The measurements :func:`calibrate_host` saved.
     out
-        Write the predictor (JSON) here.
+        Write the predictor (JSON) here; a directory: ``host.predictor.json`` in it; default:
+        ``host.predictor.json`` beside the measurements (where :func:`calibrate_host` put it).
     family, statistic
         As for :func:`calibrate_host`.
     seed
@@ -164,8 +182,9 @@ def refit_predictor(
 
     Returns
     -------
-    tuple of Predictor and list of FitReport
-        The predictor written and its fit report per configuration.
+    PredictorFit
+        The predictor, its fit report per configuration (held-out error per kernel type) and
+        the file written.
 
     Raises
     ------
@@ -178,21 +197,25 @@ def refit_predictor(
     Examples
     --------
     >>> import edgepart
-    >>> pred, reports = edgepart.refit_predictor(
+    >>> fit = edgepart.refit_predictor(
     ...     "/tmp/host/host.measurements.npz", "/tmp/host/linear.json", family="linear"
     ... )  # doctest: +SKIP
-    >>> [r.family for r in reports]  # doctest: +SKIP
+    >>> [r.family for r in fit.reports]  # doctest: +SKIP
     ['linear', 'linear']
     """
     _check_fit(family, statistic)
-    return refit(
+    path = Path(measurements).parent / PREDICTOR_FILE if out is None else Path(out)
+    if path.is_dir():
+        path = path / PREDICTOR_FILE
+    pred, reports = refit(
         measurements,
-        out,
+        path,
         family=family,
         statistic=statistic,
         seed=seed,
         progress=None if progress is None else lambda s: progress(_STEPS // 2, _STEPS, s),
     )
+    return PredictorFit(pred, reports, [path])
 
 
 def fit_predictor_from_tables(
