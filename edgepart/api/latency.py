@@ -131,8 +131,9 @@ def calibrate_host(
     for ex in executors or ():
         if ex not in CALIBRATED_EXECUTORS:
             raise UsageError(f"executor {ex!r}: calibrate one of {', '.join(CALIBRATED_EXECUTORS)}")
-    if any(not 1 <= t <= MAX_THREADS for t in threads or ()):
-        raise UsageError(f"threads {list(threads or ())}: need 1 to {MAX_THREADS}")
+    for t in threads or ():
+        if not 1 <= t <= MAX_THREADS:
+            raise UsageError(f"threads {t}: need 1 to {MAX_THREADS}")
     _check_fit(family, statistic)
     configs = default_configs()
     if executors or threads:
