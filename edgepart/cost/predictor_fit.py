@@ -50,7 +50,7 @@ from edgepart.cost.predictor import (
     TreeEnsemble,
     basis_matrix,
 )
-from edgepart.errors import EdgepartError
+from edgepart.errors import UsageError
 
 __all__ = [
     "FAMILIES",
@@ -242,7 +242,7 @@ def _sklearn() -> Any:
         from sklearn.ensemble import RandomForestRegressor
         from sklearn.tree import DecisionTreeRegressor
     except ImportError:
-        raise EdgepartError(
+        raise UsageError(
             "fitting tree predictors needs scikit-learn: pip install 'edgepart[calibrate]' "
             "(or use --family linear)"
         ) from None
@@ -539,9 +539,9 @@ def fit_config(
     fams = FAMILIES if family == "auto" else (family,)
     for f in fams:
         if f not in FAMILIES:
-            raise EdgepartError(f"unknown predictor family {f!r}; choose one of {FAMILIES}")
+            raise UsageError(f"unknown predictor family {f!r}; choose one of {FAMILIES}")
     if d.chains < 2 * folds:
-        raise EdgepartError(
+        raise UsageError(
             f"{name}: {d.chains} measured chains; need at least {2 * folds} (a longer budget)"
         )
     results: dict[str, dict[str, float]] = {}

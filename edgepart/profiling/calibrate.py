@@ -212,8 +212,9 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
 
     Raises
     ------
-    EdgepartError
-        If the file is missing, not such a file, or of another version.
+    UsageError
+        If the file is missing, not such a file (a file of the wrong kind for the argument), or
+        of another version or feature set.
     """
     p = os.fspath(path)
     try:
@@ -222,18 +223,18 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
             k_chain, k_exec, k_type = z["k_chain"], z["k_exec"], z["k_type"]
             k_rep, k_feat = z["k_repeat"], z["k_feat"]
     except FileNotFoundError:
-        raise EdgepartError(f"{p}: no such measurements file") from None
+        raise UsageError(f"{p}: no such measurements file") from None
     except (OSError, ValueError, KeyError) as err:
-        raise EdgepartError(f"{p}: not an edgepart calibration measurements file ({err})") from None
+        raise UsageError(f"{p}: not an edgepart calibration measurements file ({err})") from None
     if header.get("format") != MEASUREMENTS_FORMAT:
-        raise EdgepartError(f"{p}: not an edgepart calibration measurements file")
+        raise UsageError(f"{p}: not an edgepart calibration measurements file")
     if header.get("version") != MEASUREMENTS_VERSION:
-        raise EdgepartError(
+        raise UsageError(
             f"{p}: measurements version {header.get('version')}; this edgepart reads "
             f"version {MEASUREMENTS_VERSION}"
         )
     if list(header["features"]) != list(FEATURES):
-        raise EdgepartError(
+        raise UsageError(
             f"{p}: measured with another kernel feature set; measure again with this edgepart"
         )
     types = header["types"]

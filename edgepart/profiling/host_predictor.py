@@ -20,7 +20,7 @@ import numpy as np
 from edgepart.cost.predictor import ConfigPredictor, Predictor
 from edgepart.cost.predictor_fit import FitReport, chain_data, config_predictor, fit_config
 from edgepart.cost.stats import STAT_GETTERS, Stats
-from edgepart.errors import EdgepartError
+from edgepart.errors import UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
 
 __all__ = ["fit_host_predictor"]
@@ -39,13 +39,11 @@ def fit_host_predictor(
 
     Raises
     ------
-    EdgepartError
+    UsageError
         On an unknown statistic or family, or too few measured chains.
     """
     if statistic not in STAT_GETTERS:
-        raise EdgepartError(
-            f"unknown statistic {statistic!r}; choose one of {sorted(STAT_GETTERS)}"
-        )
+        raise UsageError(f"unknown statistic {statistic!r}; choose one of {sorted(STAT_GETTERS)}")
     get = STAT_GETTERS[statistic]
     configs: dict[str, ConfigPredictor] = {}
     reports: list[FitReport] = []

@@ -25,7 +25,7 @@ from edgepart.cost.predictor import ConfigPredictor, Predictor
 from edgepart.cost.predictor_fit import FitReport, chain_data, config_predictor, fit_config
 from edgepart.cost.signature import group_signature, op_signatures
 from edgepart.cost.table import ProcessorTable
-from edgepart.errors import EdgepartError
+from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
 
 __all__ = ["config_from_tables", "predictor_from_tables", "table_chains"]
@@ -93,21 +93,21 @@ def config_from_tables(
 
     Raises
     ------
-    EdgepartError
+    UsageError
         If the tables give too few kernels or their executors differ.
     """
     if not pairs:
-        raise EdgepartError("no latency tables to fit")
+        raise UsageError("no latency tables to fit")
     pts = [pt for _, pt in pairs]
     ex = pts[0].executor or "xnnpack"
     if any((pt.executor or "xnnpack") != ex or pt.threads != pts[0].threads for pt in pts):
-        raise EdgepartError("the tables were measured with different executors or threads")
+        raise UsageError("the tables were measured with different executors or threads")
     executor = {"cpu": "builtin"}.get(ex, ex)
     items = []
     for model, pt in pairs:
         items.extend(table_chains(model, pt, executor))
     if len(items) < 6:
-        raise EdgepartError(
+        raise UsageError(
             f"{name}: the tables give {len(items)} kernels with a measured time; need 6 or more"
         )
     d = chain_data(items, min_rows=1)
