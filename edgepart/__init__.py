@@ -82,15 +82,6 @@ if TYPE_CHECKING:
         load_device,
         validate_yaml,
     )
-    from edgepart.api.latency import (
-        EstimateReport,
-        HostCalibration,
-        PredictorFit,
-        calibrate_host,
-        estimate,
-        fit_predictor_from_tables,
-        refit_predictor,
-    )
     from edgepart.api.memory import plan_memory, write_tflm_plan
     from edgepart.api.models import claims, inspect_model, read_model
     from edgepart.api.phones import adb_devices, bench_bundle, bench_model, profile_phone
@@ -108,6 +99,15 @@ if TYPE_CHECKING:
         write_gantt,
     )
     from edgepart.api.placement import CompiledModel, compile, place, place_graph
+    from edgepart.api.prediction import (
+        EstimateReport,
+        HostCalibration,
+        PredictorFit,
+        calibrate_host,
+        estimate,
+        fit_predictor_from_tables,
+        refit_predictor,
+    )
     from edgepart.api.profiling import profile_host
     from edgepart.api.running import PartitionedInterpreter, run_bundle
     from edgepart.bundle.load import load_bundle
@@ -132,13 +132,13 @@ _LAZY = {
     "validate_yaml": "edgepart.api.devices",
     "roofline": "edgepart.api.costs",
     "profile_host": "edgepart.api.profiling",
-    "calibrate_host": "edgepart.api.latency",
-    "refit_predictor": "edgepart.api.latency",
-    "fit_predictor_from_tables": "edgepart.api.latency",
-    "estimate": "edgepart.api.latency",
-    "EstimateReport": "edgepart.api.latency",
-    "HostCalibration": "edgepart.api.latency",
-    "PredictorFit": "edgepart.api.latency",
+    "calibrate_host": "edgepart.api.prediction",
+    "refit_predictor": "edgepart.api.prediction",
+    "fit_predictor_from_tables": "edgepart.api.prediction",
+    "estimate": "edgepart.api.prediction",
+    "EstimateReport": "edgepart.api.prediction",
+    "HostCalibration": "edgepart.api.prediction",
+    "PredictorFit": "edgepart.api.prediction",
     "place": "edgepart.api.placement",
     "compile": "edgepart.api.placement",
     "place_graph": "edgepart.api.placement",

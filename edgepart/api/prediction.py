@@ -115,8 +115,9 @@ def calibrate_host(
     Raises
     ------
     UsageError
-        An unknown executor, family or statistic, a thread count out of range, or a budget
-        under 30 seconds.
+        An unknown executor, family or statistic, a thread count out of range, a budget
+        under 30 seconds (or too short to measure enough chains to cross-validate), or a
+        tree family without scikit-learn.
     RuntimeBackendError
         LiteRT failed while measuring.
 
@@ -190,10 +191,8 @@ def refit_predictor(
     Raises
     ------
     UsageError
-        An unknown family or statistic.
-    EdgepartError
-        The measurements file is unreadable or not edgepart's, or a tree family without
-        scikit-learn.
+        An unknown family or statistic, a measurements file that is missing, not edgepart's or
+        of another version, or a tree family without scikit-learn.
 
     Examples
     --------
@@ -251,7 +250,8 @@ def fit_predictor_from_tables(
     Raises
     ------
     UsageError
-        No tables, or an unknown family.
+        No tables, an unknown family, tables of different executors or thread counts, or
+        fewer than 6 kernels with a measured time in them.
     LatencyTableError
         A table is not valid.
     ModelFormatError
