@@ -1,8 +1,8 @@
 """Build hooks; metadata lives in pyproject.toml.
 
-* The optional C accelerators of the flatbuffer reader and of the placement evaluation kernel. If no C compiler (or, for the walker,
-  no NumPy headers) is available the build continues and the reader uses its NumPy
-  implementation alone (same results, slower on small models).
+* The optional C accelerators of the flatbuffer reader and of the placement evaluation kernel.
+  If no C compiler (or, for the walker, no NumPy headers) is available the build continues and
+  the reader uses its NumPy implementation alone (same results, slower on small models).
 * The shipped data folders (``delegates/``, ``device_profiles/``) are copied into the package as
   ``edgepart/_data/`` so a built wheel finds them (a source checkout reads them in place).
 """

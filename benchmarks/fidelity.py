@@ -218,7 +218,7 @@ def predictor_models(
 def predictor_mode(args: argparse.Namespace) -> int:
     from edgepart.cost.estimate import estimate_model
     from edgepart.cost.predictor import load_predictor
-    from edgepart.profiling.shapes import needs_resolution, resolved_subgraph
+    from edgepart.profiling.shape_resolution import needs_resolution, resolved_subgraph
     from edgepart.profiling.whole import measure_models
     from edgepart.tflite.reader import read_model
 

@@ -15,9 +15,11 @@ The whole job, one call per step (each takes everything the matching CLI command
 Models: :func:`read_model`, :func:`inspect_model`, :func:`claims`. Devices:
 :func:`load_device`, :func:`load_delegate`, :func:`device_names`, :func:`delegate_names`,
 :func:`catalog`, :func:`validate_yaml`, the host executors :data:`EXECUTOR_NAMES`. Costs:
-:func:`roofline`, :func:`profile_host`. Placement: :func:`place`, :func:`compile`,
-:func:`place_graph`. Memory: :func:`plan_memory`, :func:`write_tflm_plan`. Bundles:
-:func:`load_bundle`, :func:`run_bundle`, :class:`PartitionedInterpreter`. Phones (adb):
+:func:`roofline`, :func:`profile_host`. Latency prediction: :func:`calibrate_host`,
+:func:`refit_predictor`, :func:`fit_predictor_from_tables`, :func:`estimate`. Placement:
+:func:`place`, :func:`compile`, :func:`place_graph`. Memory: :func:`plan_memory`,
+:func:`write_tflm_plan`. Bundles: :func:`load_bundle`, :func:`run_bundle`,
+:class:`PartitionedInterpreter`. Phones (adb):
 :func:`adb_devices`, :func:`bench_model`, :func:`bench_bundle`, :func:`profile_phone`.
 Conversion: :func:`convert_model` (Keras, SavedModel, PyTorch to a checked ``.tflite``). Reports:
 :func:`build_report`, :func:`write_report` (one self-contained HTML page). Long steps take a
@@ -98,6 +100,15 @@ if TYPE_CHECKING:
         write_gantt,
     )
     from edgepart.api.placement import CompiledModel, compile, place, place_graph
+    from edgepart.api.prediction import (
+        EstimateReport,
+        HostCalibration,
+        PredictorFit,
+        calibrate_host,
+        estimate,
+        fit_predictor_from_tables,
+        refit_predictor,
+    )
     from edgepart.api.profiling import profile_host
     from edgepart.api.running import PartitionedInterpreter, run_bundle
     from edgepart.bundle.load import load_bundle
@@ -122,6 +133,13 @@ _LAZY = {
     "validate_yaml": "edgepart.api.devices",
     "roofline": "edgepart.api.costs",
     "profile_host": "edgepart.api.profiling",
+    "calibrate_host": "edgepart.api.prediction",
+    "refit_predictor": "edgepart.api.prediction",
+    "fit_predictor_from_tables": "edgepart.api.prediction",
+    "estimate": "edgepart.api.prediction",
+    "EstimateReport": "edgepart.api.prediction",
+    "HostCalibration": "edgepart.api.prediction",
+    "PredictorFit": "edgepart.api.prediction",
     "place": "edgepart.api.placement",
     "compile": "edgepart.api.placement",
     "place_graph": "edgepart.api.placement",
@@ -178,6 +196,8 @@ __all__ = [
     "DeviceNotFoundError",
     "DeviceUnauthorizedError",
     "EdgepartError",
+    "EstimateReport",
+    "HostCalibration",
     "InputShapeNote",
     "LatencyTableError",
     "ModelFormatError",
@@ -188,6 +208,7 @@ __all__ = [
     "PlacementInfeasibleError",
     "PlanError",
     "PredictorError",
+    "PredictorFit",
     "ProfileError",
     "Progress",
     "RemoteBinaryError",
@@ -202,13 +223,16 @@ __all__ = [
     "bench_bundle",
     "bench_model",
     "build_report",
+    "calibrate_host",
     "catalog",
     "claims",
     "compile",
     "convert_model",
     "delegate_names",
     "device_names",
+    "estimate",
     "failed_outputs",
+    "fit_predictor_from_tables",
     "inspect_model",
     "load_bundle",
     "load_cluster",
@@ -224,6 +248,7 @@ __all__ = [
     "profile_phone",
     "random_inputs",
     "read_model",
+    "refit_predictor",
     "roofline",
     "run_bundle",
     "run_cluster",

@@ -42,6 +42,8 @@ LAZY = frozenset(
         "jsonschema",
         "referencing",
         "playwright",
+        "scipy",
+        "sklearn",
     }
 )
 

@@ -12,7 +12,7 @@ stored in the predictor (``cv``: median, 10th/90th percentiles, which become the
 prediction). Writes ``device_profiles/<device>.predictor.json`` (deterministic bytes).
 
 It also prints, for comparison, the error of predictions from the profiles' specs alone (the
-roofline of :func:`edgepart.profiling.estimate.spec_predictor`) on the same points.
+roofline of :func:`edgepart.profiling.model_estimate.spec_predictor`) on the same points.
 
 Usage::
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from edgepart.cost.hardware import load_hardware
     from edgepart.cost.kernels import decompose
     from edgepart.cost.predictor import Predictor
-    from edgepart.profiling.estimate import spec_predictor
+    from edgepart.profiling.model_estimate import spec_predictor
     from edgepart.profiling.phone_fit import (
         fit_terms,
         hardware_processor,

@@ -155,5 +155,7 @@ def _profile_file(
             path, what=".tflite model", limit=MODEL_LIMIT, error=ModelFormatError
         )
     res = profile_model(m, cfg, model_bytes=content, name=path, progress=progress)
-    # a model holds decoders (closures) that do not pickle; the parent attaches its own
+    # the result crosses back to the parent by pickle, and a model read from a file decodes
+    # its op options lazily (closures over the flatbuffer), which do not pickle: the parent
+    # has the file
     return dataclasses.replace(res, model=None)

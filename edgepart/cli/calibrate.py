@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
+
+import edgepart
+from edgepart.errors import UsageError
 
 __all__ = ["register"]
 
@@ -78,62 +80,44 @@ def register(subparsers: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from edgepart.errors import UsageError
-    from edgepart.profiling.host_calibration import (
-        PREDICTOR_FILE,
-        calibrate_host,
-        default_configs,
-        refit,
-    )
-
     if args.from_table:
         return _from_tables(args)
     if not args.host:
         raise UsageError(
             "calibrate: give --host (measure this machine) or --from-table TABLE=MODEL"
         )
-    bar = None if args.no_progress or args.json else _make_bar()
+    bar = edgepart.Progress(
+        "calibrating",
+        unit="/1000 of the budget",
+        enabled=False if args.no_progress or args.json else None,
+    )
     if args.fit_only:
-        out = args.predictor_out or str(
-            Path(args.out or Path(args.fit_only).parent) / PREDICTOR_FILE
-        )
-        _, reports = refit(
-            args.fit_only,
-            out,
-            family=args.family,
-            statistic=args.statistic,
-            seed=args.seed,
-            progress=(lambda s: bar.update(0.5, s)) if bar else None,
-        )
-        if bar:
+        try:
+            fit = edgepart.refit_predictor(
+                args.fit_only,
+                args.predictor_out or args.out,
+                family=args.family,
+                statistic=args.statistic,
+                seed=args.seed,
+                progress=bar,
+            )
+        finally:
             bar.close()
-        _report(reports, args, [out])
+        _report(fit.reports, args, [str(f) for f in fit.files])
         return 0
-    cfgs = default_configs()
-    if args.executor or args.threads:
-        execs = args.executor or ["xnnpack", "builtin"]
-        threads = sorted(set(args.threads or [t for e, t in cfgs if e == "xnnpack"]))
-        if any(t < 1 for t in threads):
-            raise UsageError("--threads: need at least 1")
-        cfgs = []
-        for ex in execs:
-            ts = threads if ex == "xnnpack" or args.threads else [1]
-            cfgs.extend((ex, t) for t in ts)
     try:
-        res = calibrate_host(
-            configs=cfgs,
-            budget_s=args.budget * 60,
+        res = edgepart.calibrate_host(
+            executors=args.executor,
+            threads=args.threads,
+            budget=args.budget * 60,
             seed=args.seed,
             family=args.family,
             statistic=args.statistic,
             out_dir=args.out,
-            progress=bar.update if bar else None,
+            progress=bar,
         )
     finally:
-        if bar:
-            bar.close()
+        bar.close()
     if not args.json:
         r = res.roofs
         print(
@@ -153,24 +137,17 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _from_tables(args: argparse.Namespace) -> int:
-    from edgepart.cost.table import load_table
-    from edgepart.errors import UsageError
-    from edgepart.profiling.table_fit import predictor_from_tables
-    from edgepart.tflite.reader import read_model
-
     if not args.predictor_out:
         raise UsageError("--from-table needs --predictor-out JSON")
-    family = "linear" if args.family == "auto" else args.family
-    pairs: list[Any] = []
+    pairs = []
     for item in args.from_table:
         table, sep, model = item.partition("=")
         if not sep or not table or not model:
             raise UsageError(f"--from-table {item!r}: expected TABLE=MODEL")
-        t = load_table(table)
-        m = read_model(model)
-        pairs.extend((m, pt) for pt in t.processors.values())
-    pred = predictor_from_tables(pairs, family=family, seed=args.seed)
-    pred.save(args.predictor_out)
+        pairs.append((table, model))
+    pred = edgepart.fit_predictor_from_tables(
+        pairs, args.predictor_out, family=args.family, seed=args.seed
+    )
     for name, cp in sorted(pred.configs.items()):
         fam = cp.extra.get("families", {}).get(cp.family, {})
         print(
@@ -205,47 +182,3 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
     print()
     for f in files:
         print(f"wrote {f}")
-
-
-def _make_bar() -> Any:
-    """The project's progress bar (``edgepart.progress``) where present, else a plain one."""
-    import importlib
-
-    try:
-        mod = importlib.import_module("edgepart.progress")
-    except ImportError:
-        return _Bar()
-    return _Shared(mod.Progress("calibrating", unit="/1000 of the budget"))
-
-
-class _Shared:
-    """Feeds fractions of the budget to an ``edgepart.progress.Progress`` bar."""
-
-    def __init__(self, bar: Any) -> None:
-        self.bar = bar
-
-    def update(self, frac: float, label: str) -> None:
-        self.bar(int(max(0.0, min(frac, 1.0)) * 1000), 1000, label)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-class _Bar:
-    """A one-line progress bar on stderr (fraction of the time budget and a label)."""
-
-    def __init__(self) -> None:
-        self._last = ""
-
-    def update(self, frac: float, label: str) -> None:
-        width = 30
-        n = int(max(0.0, min(frac, 1.0)) * width)
-        line = f"\r[{'#' * n}{'.' * (width - n)}] {frac:5.1%} {label[:50]:<50}"
-        if line != self._last:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-            self._last = line
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
-        sys.stderr.flush()

@@ -6,6 +6,9 @@ import argparse
 import json
 from typing import Any
 
+import edgepart
+from edgepart.cli._args import add_input_shape_argument, input_shapes
+
 __all__ = ["register"]
 
 
@@ -32,27 +35,18 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="only this configuration (repeatable; e.g. xnnpack_2t)",
     )
-    p.add_argument(
-        "--input-shape",
-        action="append",
-        default=[],
-        metavar="NAME=D1,D2,..",
-        help="shape of an input with dynamic dimensions (repeatable)",
-    )
+    add_input_shape_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
-    from edgepart.profiling.estimate import estimate_file, parse_input_shapes
-
-    shapes = parse_input_shapes(args.input_shape)
-    rep = estimate_file(
+    rep = edgepart.estimate(
         args.model,
         args.profile,
         predictor=args.predictor,
         configs=args.config or None,
-        input_shapes=shapes,
+        input_shapes=input_shapes(args),
     )
     if args.json:
         print(json.dumps(rep.to_json(), indent=1, sort_keys=True))

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from edgepart.claim.delegation import claim
 from edgepart.cost.rules import Ctx
 from edgepart.cost.signature import OpSig, op_signatures
 from edgepart.cost.work import OpWork, op_work
@@ -488,8 +489,6 @@ def _claimed(
 ) -> tuple[list[str | None], dict[str, int]]:
     if executor == "builtin":
         return [None] * sg.num_ops, {}
-    from edgepart.claim.delegation import claim
-
     key = (executor, subgraph, tuple(sorted((context or {}).items())))
     per_model = _CLAIMS.setdefault(model, {})
     hit = per_model.get(key)

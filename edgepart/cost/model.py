@@ -51,7 +51,7 @@ from edgepart.cost.delegate_nodes import ControlEdges, count_nodes, metadata_edg
 from edgepart.cost.hardware import Hardware
 from edgepart.cost.kernels import Kernels
 from edgepart.cost.predicted_costs import PredictedCosts, predicted_costs
-from edgepart.cost.predictor import Predictor
+from edgepart.cost.predictor import Predictor, load_predictor
 from edgepart.cost.programs import compiled_programs
 from edgepart.cost.roofline import Roofline, roofline
 from edgepart.cost.signature import op_signatures
@@ -105,8 +105,6 @@ class CostModel:
         if predictor is None:
             predictor = hardware.predictor
         if isinstance(predictor, str):
-            from edgepart.cost.predictor import load_predictor
-
             self.predictor = load_predictor(predictor)
         elif isinstance(predictor, Predictor):
             self.predictor = predictor

@@ -67,9 +67,7 @@ def predicted_costs(
     except PredictorError:
         return None
     if model is None:
-        from edgepart.ir.graph import Model as _Model
-
-        model = _Model(subgraphs=(sg,), opcodes=sg.opcodes, buffers=sg.buffers)
+        model = Model(subgraphs=(sg,), opcodes=sg.opcodes, buffers=sg.buffers)
     si = next((i for i, s in enumerate(model.subgraphs) if s is sg), 0)
     k = (cache or {}).get(ex)
     if k is None:

@@ -194,6 +194,7 @@ def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:
 
 def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.ndarray:
     """Per type basis coefficients ``[types, len(BASIS)]`` (non-negative; module docstring)."""
+    # scipy is optional (the `calibrate` extra): load it only when a linear model is fitted
     from scipy.optimize import nnls
 
     a, _ = _design(d)
@@ -234,6 +235,8 @@ def _base_rows(d: ChainData, coef: np.ndarray) -> np.ndarray:
 
 
 def _sklearn() -> Any:
+    # scikit-learn is optional (the `calibrate` extra) and slow to import: load it only when
+    # a tree family is fitted
     try:
         import sklearn.tree  # noqa: F401
         from sklearn.ensemble import RandomForestRegressor

@@ -86,8 +86,6 @@ class Session:
 
     def prepare_ops(self, ops: list[int], helpers: list[int]) -> Timer | None:
         """A timer of an arbitrary convex set of ops (a segment), or None if it cannot run."""
-        from edgepart.tflite.writer import write_model
-
         try:
             content = write_model(standalone_model(self.model, ops, helpers))
             return prepare(

@@ -25,6 +25,7 @@ measurements (and is then byte-identical for the same seed):
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -32,15 +33,27 @@ import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from typing import Any
 
 import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels, decompose
-from edgepart.cost.stats import Stats, stats_from_samples
+from edgepart.cost.stats import Stats, fit_intercept, stats_from_samples
 from edgepart.errors import EdgepartError, PredictorError, RuntimeBackendError, UsageError
 from edgepart.fileio import atomic_write
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+from edgepart.profiling._session import host_description
 from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
+from edgepart.profiling.timing import (
+    NODE_CHAIN,
+    delegate_nodes,
+    fill_inputs,
+    make_interpreter,
+    overhead_model,
+)
+from edgepart.tflite.writer import write_model
 
 __all__ = [
     "ChainRecord",
@@ -181,8 +194,6 @@ class Measurements:
             "elapsed_s": self.elapsed_s,
             "budget_s": self.budget_s,
         }
-        import io
-
         buf = io.BytesIO()
         np.savez_compressed(
             buf,
@@ -201,8 +212,9 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
 
     Raises
     ------
-    EdgepartError
-        If the file is missing, not such a file, or of another version.
+    UsageError
+        If the file is missing, not such a file (a file of the wrong kind for the argument), or
+        of another version or feature set.
     """
     p = os.fspath(path)
     try:
@@ -334,8 +346,6 @@ class Sampler:
 
 
 def prepare_sampler(content: bytes, executor: str, threads: int, sample_s: float) -> Sampler:
-    from edgepart.profiling.timing import fill_inputs, make_interpreter
-
     it = make_interpreter(content, executor, threads)
     fill_inputs(it, 0)
     return Sampler(it, sample_s, cpu_clock=threads == 1)
@@ -344,10 +354,6 @@ def prepare_sampler(content: bytes, executor: str, threads: int, sample_s: float
 def canary_model() -> bytes:
     """A fixed model of about 100 us on one core (three convolutions and a depthwise one),
     timed at the start of every round to measure interference from other processes."""
-    from edgepart.ir.builder import ModelBuilder
-    from edgepart.ir.dtypes import DType
-    from edgepart.tflite.writer import write_model
-
     rng = np.random.default_rng(11)
     mb = ModelBuilder(description="edgepart calibration canary")
     g = mb.subgraph("main")
@@ -409,9 +415,6 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
     ``ADD`` ops (:func:`edgepart.profiling.timing.delegate_node_stats` explains why); all of
     them are sampled round-robin like the chains.
     """
-    from edgepart.cost.stats import fit_intercept
-    from edgepart.profiling.timing import NODE_CHAIN, delegate_nodes, overhead_model
-
     empty = prepare_sampler(overhead_model(), executor, threads, 1e-3)
     chains: list[Sampler] = []
     if executor != "builtin":
@@ -438,11 +441,7 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
 
 def host_info() -> dict[str, Any]:
     """CPU model, cores, memory, runtime version: what a predictor is valid for."""
-    from edgepart.profiling._session import host_description
-
     try:
-        from importlib.metadata import version
-
         litert = version("ai-edge-litert")
     except Exception:  # pragma: no cover - metadata missing in odd installs
         litert = "unknown"
@@ -500,8 +499,6 @@ def measure(
     UsageError
         On a bad configuration.
     """
-    from edgepart.tflite.writer import write_model
-
     if not cfg.configs:
         raise UsageError("calibrate: no configuration to measure")
     for ex, th in cfg.configs:

@@ -30,6 +30,7 @@ median (which is still stored, with p90 and min, in every entry).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -47,7 +48,7 @@ from edgepart.errors import EdgepartError, UsageError
 from edgepart.ir.graph import Model
 from edgepart.profiling._session import Session, activation_names, host_description, stat_value
 from edgepart.profiling.segments import MIN_UNITS, Segment, plan_segments
-from edgepart.profiling.shapes import needs_resolution, resolved_subgraph
+from edgepart.profiling.shape_resolution import needs_resolution, resolved_subgraph
 from edgepart.profiling.timing import (
     TimingConfig,
     delegate_node_stats,
@@ -56,6 +57,7 @@ from edgepart.profiling.timing import (
     prepare,
     reference_values,
     run_rounds,
+    uses_cpu_clock,
 )
 from edgepart.tflite.writer import write_model
 
@@ -151,8 +153,8 @@ def profile_model(
         Called as ``progress(done, total, label)`` as work proceeds (the CLI draws a bar).
     input_shapes
         Shapes of inputs with dynamic dimensions. A model whose shapes depend on its inputs
-        is profiled with the shapes one LiteRT run resolves (:mod:`edgepart.profiling.shapes`),
-        so every extracted op has its real shapes.
+        is profiled with the shapes one LiteRT run resolves
+        (:mod:`edgepart.profiling.shape_resolution`), so every extracted op has its real shapes.
     """
     cfg = config or ProfileConfig()
     if cfg.statistic not in STATISTICS:
@@ -168,8 +170,6 @@ def profile_model(
     )
     content = model_bytes if model_bytes is not None else write_model(model)
     if input_shapes or needs_resolution(model.main):
-        import dataclasses
-
         try:
             resolved = resolved_subgraph(model, content, input_shapes, seed=cfg.timing.seed)
             model = dataclasses.replace(model, subgraphs=(resolved, *model.subgraphs[1:]))
@@ -308,8 +308,6 @@ def _source(cfg: ProfileConfig) -> str:
         litert = version("ai-edge-litert")
     except Exception:
         litert = "unknown"
-    from edgepart.profiling.timing import uses_cpu_clock
-
     t = cfg.timing
     clock = "thread CPU time" if uses_cpu_clock(t, cfg.threads) else "wall time"
     return (

@@ -30,6 +30,7 @@ import numpy as np
 
 from edgepart.cost.predictor import Predictor
 from edgepart.cost.predictor_fit import FitReport, chain_data, cross_validate
+from edgepart.devices.profile import host_profile_path
 from edgepart.errors import UsageError
 from edgepart.fileio import atomic_write_text
 from edgepart.profiling.calibrate import (
@@ -41,6 +42,7 @@ from edgepart.profiling.calibrate import (
     measure,
 )
 from edgepart.profiling.host_predictor import fit_host_predictor
+from edgepart.profiling.host_roofs import measure_bandwidth, measure_peak, memory_bytes
 from edgepart.profiling.kernel_gen import CLASS_WEIGHTS
 
 __all__ = [
@@ -132,8 +134,6 @@ def calibrate_host(
     UsageError
         On a budget too small to measure anything useful.
     """
-    from edgepart.devices.profile import host_profile_path
-
     if budget_s < 30:
         raise UsageError(f"--budget {budget_s / 60:g} min: need at least half a minute")
     t0 = time.monotonic()
@@ -206,8 +206,6 @@ def refit(
 
 def measure_roofs(threads: int) -> dict[str, Any]:
     """Peaks (all calibrated threads), bandwidth, memory, invocation overhead."""
-    from edgepart.profiling.host_roofs import measure_bandwidth, measure_peak, memory_bytes
-
     total, avail = memory_bytes()
     return {
         "fp32": measure_peak(False, threads),

@@ -39,7 +39,7 @@ def fit_host_predictor(
 
     Raises
     ------
-    EdgepartError
+    UsageError
         On an unknown statistic or family, or too few measured chains.
     """
     if statistic not in STAT_GETTERS:

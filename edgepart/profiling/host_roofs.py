@@ -15,16 +15,17 @@ from typing import Any
 
 import numpy as np
 
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+from edgepart.ir.values import Quantization
+from edgepart.profiling.timing import fill_inputs, make_interpreter
+from edgepart.tflite.writer import write_model
+
 __all__ = ["fc_stack_model", "measure_bandwidth", "measure_peak", "memory_bytes"]
 
 
 def fc_stack_model(int8: bool, layers: int = 8, width: int = 1024, batch: int = 64) -> bytes:
     """A stack of ``layers`` FULLY_CONNECTED ops (float32, or int8 with int8 I/O)."""
-    from edgepart.ir.builder import ModelBuilder
-    from edgepart.ir.dtypes import DType
-    from edgepart.ir.values import Quantization
-    from edgepart.tflite.writer import write_model
-
     rng = np.random.default_rng(3)
     mb = ModelBuilder(description="edgepart host peak probe")
     g = mb.subgraph("main")
@@ -55,8 +56,6 @@ def fc_stack_model(int8: bool, layers: int = 8, width: int = 1024, batch: int = 
 
 def measure_peak(int8: bool, threads: int, runs: int = 15) -> dict[str, Any]:
     """Best and median operations per second of the FC stack (2 ops per MAC)."""
-    from edgepart.profiling.timing import fill_inputs, make_interpreter
-
     layers, width, batch = 8, 1024, 64
     it = make_interpreter(fc_stack_model(int8, layers, width, batch), "xnnpack", threads)
     fill_inputs(it, 0)

@@ -123,6 +123,7 @@ def fit_terms(
     ``rows``: ``[models, len(TERMS)]``; ``seconds``: measured latencies; ``offsets``: CPU
     fallback time included in them.
     """
+    # scipy is optional (the `calibrate` extra): load it only when a phone profile is fitted
     from scipy.optimize import nnls
 
     y = np.maximum(seconds - offsets - invoke_s, 1e-6 * seconds)

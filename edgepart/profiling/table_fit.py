@@ -93,7 +93,7 @@ def config_from_tables(
 
     Raises
     ------
-    EdgepartError
+    UsageError
         If the tables give too few kernels or their executors differ.
     """
     if not pairs:

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter
 
 from edgepart.cost.stats import Stats
 from edgepart.errors import RuntimeBackendError
+from edgepart.profiling.calibrate import Sampler
+from edgepart.profiling.timing import _resolver, fill_inputs
 
 __all__ = ["ModelTiming", "measure_models", "prepare_model"]
 
@@ -49,11 +52,6 @@ def prepare_model(
     sample_s: float = 2e-3,
 ) -> Any:
     """A ready sampler (:class:`edgepart.profiling.calibrate.Sampler`) for one model."""
-    from ai_edge_litert.interpreter import Interpreter
-
-    from edgepart.profiling.calibrate import Sampler
-    from edgepart.profiling.timing import _resolver, fill_inputs
-
     try:
         it = Interpreter(
             model_content=content,

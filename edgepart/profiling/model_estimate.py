@@ -5,7 +5,7 @@ given, or, for profiles without one, a predictor *estimated from the profile's s
 (:func:`spec_predictor`: per kernel, the roofline of its work on the processor plus its
 dispatch cost), labelled as such, with the wide band that spec-based estimates earned against
 published measurements. Models whose tensor shapes depend on their inputs have them resolved
-by one untimed LiteRT run first (:mod:`edgepart.profiling.shapes`).
+by one untimed LiteRT run first (:mod:`edgepart.profiling.shape_resolution`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 
 from edgepart.cost.estimate import estimate_model
+from edgepart.cost.hardware import hardware_from_profile
+from edgepart.cost.kernels import KERNEL_CLASSES
+from edgepart.cost.predicted_costs import executor_of
 from edgepart.cost.predictor import (
     BASIS,
     ConfigPredictor,
@@ -27,14 +30,16 @@ from edgepart.cost.predictor import (
     Predictor,
     load_predictor,
 )
+from edgepart.devices.profile import load_profile
 from edgepart.errors import UsageError
+from edgepart.profiling.shape_resolution import needs_resolution, resolved_subgraph
+from edgepart.tflite.reader import read_model
 
 __all__ = [
     "SPEC_BAND",
     "EstimateReport",
     "config_label",
     "estimate_file",
-    "parse_input_shapes",
     "spec_predictor",
 ]
 
@@ -45,27 +50,6 @@ __all__ = [
 # percentile -79%, median -61%, 90th -32%, rounded outwards. Spec rooflines are optimistic: a
 # model takes 1.4x to 5x what its specs promise.
 SPEC_BAND = (-0.8, -0.3)
-
-
-def parse_input_shapes(items: Sequence[str]) -> dict[str, list[int]]:
-    """``["x=1,224,224,3"]`` to ``{"x": [1, 224, 224, 3]}``.
-
-    Raises
-    ------
-    UsageError
-        On a malformed item.
-    """
-    out: dict[str, list[int]] = {}
-    for it in items:
-        name, sep, dims = it.rpartition("=")
-        try:
-            shape = [int(d) for d in dims.split(",") if d.strip()]
-        except ValueError:
-            shape = []
-        if not sep or not name or not shape or any(d <= 0 for d in shape):
-            raise UsageError(f"--input-shape {it!r}: expected NAME=D1,D2,... with positive dims")
-        out[name] = shape
-    return out
 
 
 def config_label(cp: ConfigPredictor) -> str:
@@ -111,10 +95,6 @@ def spec_predictor(profile: Any) -> Predictor:
     and bandwidth roofline of its work (a sum here: compute and traffic do not overlap well
     in small kernels), the invocation the processor's dispatch overhead.
     """
-    from edgepart.cost.hardware import hardware_from_profile
-    from edgepart.cost.kernels import KERNEL_CLASSES
-    from edgepart.cost.predicted_costs import executor_of
-
     hw = hardware_from_profile(profile)
     configs: dict[str, ConfigPredictor] = {}
     for proc in hw.processors:
@@ -171,10 +151,6 @@ def estimate_file(
     ProfileError, PredictorError, ModelFormatError, UsageError
         Bad profile, predictor or model, or an unknown configuration.
     """
-    from edgepart.devices.profile import load_profile
-    from edgepart.profiling.shapes import needs_resolution, resolved_subgraph
-    from edgepart.tflite.reader import read_model
-
     prof = load_profile(profile)
     if predictor is not None:
         pred = load_predictor(predictor)

@@ -15,10 +15,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from edgepart.errors import RuntimeBackendError
 from edgepart.ir.graph import Model, Subgraph
 from edgepart.ir.values import Csr
+from edgepart.profiling.timing import fill_inputs
 
 __all__ = ["needs_resolution", "resolved_subgraph"]
 
@@ -52,10 +54,6 @@ def resolved_subgraph(
     RuntimeBackendError
         If LiteRT cannot prepare or run the model.
     """
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-    from edgepart.profiling.timing import fill_inputs
-
     it = None
     last = ""
     # builtin kernels first (every op keeps its own tensors); some models need XNNPACK's
