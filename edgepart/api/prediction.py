@@ -191,8 +191,11 @@ def refit_predictor(
     Raises
     ------
     UsageError
-        An unknown family or statistic, a measurements file that is missing, not edgepart's or
-        of another version, or a tree family without scikit-learn.
+        An unknown family or statistic, a missing measurements file, or a tree family without
+        scikit-learn.
+    PredictorError
+        A measurements file that is not edgepart's or of another version, or too few measured
+        chains to fit.
 
     Examples
     --------
@@ -250,8 +253,9 @@ def fit_predictor_from_tables(
     Raises
     ------
     UsageError
-        No tables, an unknown family, tables of different executors or thread counts, or
-        fewer than 6 kernels with a measured time in them.
+        No tables, an unknown family, or tables of different executors or thread counts.
+    PredictorError
+        Fewer than 6 kernels with a measured time in the tables.
     LatencyTableError
         A table is not valid.
     ModelFormatError
