@@ -119,7 +119,11 @@ def test_measured_overlay_from_a_latency_table(
     assert "model-explorer" in text and "--node_data_paths=" in text
     measured = json.loads((tmp_path / "me" / "sparse_mlp.measured_us.json").read_text())["main"]
     assert tname in measured["name"]
-    assert measured["results"] and all(r["value"] > 0 for r in measured["results"].values())
+    # a table's value is the op's time minus the measured invocation overhead, floored at zero
+    # (edgepart.cost.table): the three fully connected layers stand well above it; the softmax of
+    # 10 values can sit at the floor when the 10 ms budget catches a noisy moment
+    values = [r["value"] for r in measured["results"].values()]
+    assert len(values) == 4 and all(v >= 0 for v in values) and sum(v > 0 for v in values) >= 3
 
 
 @pytest.mark.parametrize(

@@ -64,10 +64,12 @@ def test_deep_yaml_is_one_line(tmp_path, opener, closer):
 def test_duplicate_yaml_keys_are_refused(tmp_path):
     text = (REPO / "device_profiles" / "x86_host.yaml").read_text()
     f = tmp_path / "x86_host.yaml"
-    f.write_text(text.replace("default_delegates: []", "default_delegates: []\nsoc: other"))
+    edited = text.replace("default_delegates: []", "default_delegates: []\nsoc: other")
+    f.write_text(edited)
+    line = edited.splitlines().index("soc: other") + 1  # the second 'soc' is named
     with pytest.raises(ProfileError) as err:
         edgepart.load_device(f)
-    assert "'soc' appears twice" in _one_line(err) and "line 10" in str(err.value)
+    assert "'soc' appears twice" in _one_line(err) and f"line {line}," in str(err.value)
     one_line_error(cli("profiles", "validate", str(f)), "appears twice")
 
 
