@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgepart.placement._bounds import io_costs
 from edgepart.placement._highs import INF, Model, new_highs
 from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
@@ -89,22 +90,6 @@ def _edge_arrays(g: CostGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return uniq // g.num_nodes, uniq % g.num_nodes, xfer
 
 
-def _io(g: CostGraph) -> tuple[np.ndarray, np.ndarray]:
-    """``[N, P]`` input arrival lower bound and output delivery cost per node and processor."""
-    n, dom, host = g.num_nodes, g.proc_domain, g.host_domain
-    a_in = np.zeros((n, g.num_procs))
-    o_out = np.zeros((n, g.num_procs))
-    for t in np.flatnonzero(g.tensor_src < 0).tolist():
-        c = np.where(dom == host, 0.0, g.transfer_cost[t, host, dom])
-        for v in g.tensor_consumers.row(t).tolist():
-            a_in[v] = np.maximum(a_in[v], c)
-    for t in g.output_tensors.tolist():
-        s = int(g.tensor_src[t])
-        c = np.where(dom == host, 0.0, g.transfer_cost[t, dom, host])
-        o_out[s] = np.maximum(o_out[s], c)
-    return a_in, o_out
-
-
 def critical_path_bound(g: CostGraph, adm: np.ndarray | None = None) -> float:
     """Longest path with each node on its cheapest processor (see the module docstring)."""
     adm = admissible(g) if adm is None else adm
@@ -113,7 +98,7 @@ def critical_path_bound(g: CostGraph, adm: np.ndarray | None = None) -> float:
     dom = g.proc_domain
     disp = g.proc_dispatch
     src, dst, xfer = _edge_arrays(g)
-    a_in, o_out = _io(g)
+    a_in, o_out = io_costs(g)
     # per edge [r, q]: transfer between processors' domains plus q's dispatch; 0 if r == q
     x_pp = xfer[:, dom][:, :, dom] + disp[None, None, :]
     idx = np.arange(npr)
@@ -179,7 +164,7 @@ def lp_latency_bound(
     n, npr = g.num_nodes, g.num_procs
     lat = np.where(adm, g.latency, 0.0)
     disp = g.proc_dispatch
-    a_in, o_out = _io(g)
+    a_in, o_out = io_costs(g)
     src, dst, xfer = _edge_arrays(g)
     nd = len(g.domain_names)
     m = Model()

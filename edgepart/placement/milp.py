@@ -39,11 +39,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgepart.placement._bounds import io_costs
 from edgepart.placement._highs import INF, Model, new_highs
 from edgepart.placement.constraints import admissible, group_members
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate
-from edgepart.placement.lower_bounds import _edge_arrays, _io
+from edgepart.placement.lower_bounds import _edge_arrays
 
 __all__ = ["MilpResult", "canonical_units", "milp_exact_for", "solve_milp"]
 
@@ -110,7 +111,7 @@ def solve_milp(
     lat = g.latency
     disp = g.proc_dispatch
     src, dst, xfer = _edge_arrays(g)
-    a_in, o_out = _io(g)
+    a_in, o_out = io_costs(g)
 
     # big-M: the warm start's latency, or everything on the slowest admissible processor
     if start is not None:
