@@ -37,6 +37,7 @@ from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.cost.signature import unique_rows
 from edgepart.errors import PredictorError
 from edgepart.fileio import atomic_write_text
+from edgepart.jsondoc import load_file
 
 __all__ = [
     "BASIS",
@@ -495,6 +496,10 @@ class Predictor:
         atomic_write_text(path, self.dumps())
 
 
+PREDICTOR_LIMIT = 1 << 28
+"""Largest latency-predictor file read (256 MiB)."""
+
+
 def load_predictor(path: str | os.PathLike[str]) -> Predictor:
     """Read and validate a predictor file.
 
@@ -504,15 +509,9 @@ def load_predictor(path: str | os.PathLike[str]) -> Predictor:
         Naming the file and the JSON path of the first invalid field.
     """
     p = os.fspath(path)
-    try:
-        with open(p, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise PredictorError(f"{p}: no such latency predictor file") from None
-    except json.JSONDecodeError as err:
-        raise PredictorError(
-            f"{p}: not JSON (line {err.lineno}, column {err.colno}: {err.msg})"
-        ) from None
+    # the project's bounded, strict JSON reader: a regular file of at most PREDICTOR_LIMIT
+    # bytes (a FIFO or /dev/zero is refused, not read), duplicate keys and NaN refused
+    doc = load_file(p, what="latency predictor", limit=PREDICTOR_LIMIT, error=PredictorError)
     pred = predictor_from_dict(doc, p)
     pred.path = p
     return pred

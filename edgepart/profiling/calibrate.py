@@ -41,7 +41,7 @@ import numpy as np
 from edgepart.cost.kernels import FEATURES, Kernels, decompose
 from edgepart.cost.stats import Stats, fit_intercept, stats_from_samples
 from edgepart.errors import EdgepartError, PredictorError, RuntimeBackendError, UsageError
-from edgepart.fileio import atomic_write
+from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.profiling._session import host_description
@@ -207,6 +207,10 @@ class Measurements:
         atomic_write(path, buf.getvalue())
 
 
+MEASUREMENTS_LIMIT = 1 << 32
+"""Largest measurements file read (4 GiB)."""
+
+
 def load_measurements(path: str | os.PathLike[str]) -> Measurements:
     """Read :meth:`Measurements.save` output.
 
@@ -217,13 +221,13 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
         of another version or feature set.
     """
     p = os.fspath(path)
+    # a regular file of bounded size (a FIFO or device is refused, not read), parsed in memory
+    data = read_regular(p, what="calibration measurements file", limit=MEASUREMENTS_LIMIT)
     try:
-        with np.load(p, allow_pickle=False) as z:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             header = json.loads(bytes(z["header"]).decode())
             k_chain, k_exec, k_type = z["k_chain"], z["k_exec"], z["k_type"]
             k_rep, k_feat = z["k_repeat"], z["k_feat"]
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such measurements file") from None
     except (OSError, ValueError, KeyError) as err:
         raise PredictorError(
             f"{p}: not an edgepart calibration measurements file ({err})"

@@ -122,7 +122,7 @@ def test_bad_files_name_the_json_path(tmp_path, mutate, message):
         predictor_from_dict(d, "p.json")
     f = tmp_path / "p.json"
     f.write_text("{not json")
-    with pytest.raises(PredictorError, match=r"p\.json: not JSON \(line 1"):
+    with pytest.raises(PredictorError, match=r"p\.json: invalid JSON at line 1 column 2"):
         load_predictor(f)
 
 

@@ -15,12 +15,21 @@ import pytest
 from sec_helpers import cli, edit_plan, one_line_error
 
 import edgepart
-from edgepart.errors import BundleError, CostGraphError, ModelFormatError, ProfileError, UsageError
+from edgepart.cost.predictor import load_predictor
+from edgepart.errors import (
+    BundleError,
+    CostGraphError,
+    ModelFormatError,
+    PredictorError,
+    ProfileError,
+    UsageError,
+)
 from edgepart.fileio import read_npy
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.placement.costgraph import load_costgraph
 from edgepart.placement.synth import random_costgraph_doc
+from edgepart.profiling.calibrate import load_measurements
 from edgepart.tflite.writer import write_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,3 +212,16 @@ def test_a_costgraph_key_with_a_newline_is_named_on_one_line(tmp_path):
     with pytest.raises(CostGraphError) as err:
         load_costgraph(_costgraph(tmp_path, json.dumps(doc)))
     assert 'links[0]["band\\nwidth"]: unknown key' in _one_line(err)
+
+
+def test_predictor_and_measurement_files_are_regular_files_read_with_limits(tmp_path):
+    """A FIFO given as a latency predictor or calibration measurements file is refused at once
+    (it used to be opened with a blocking read and hang), as is a missing file."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(PredictorError, match="is a FIFO"):
+        load_predictor(fifo)
+    with pytest.raises(UsageError, match="is a FIFO"):
+        load_measurements(fifo)
+    with pytest.raises(UsageError, match="no such file"):
+        load_measurements(tmp_path / "missing.npz")
