@@ -302,7 +302,7 @@ def estimate(
     delegate-node costs. Each figure has the band (10th to 90th percentile) the predictor's
     cross-validation gives, and the report says how the predictor was obtained (measured,
     calibrated from published figures, or estimated from the profile's specs). Models whose
-    shapes depend on their inputs have them resolved by one untimed LiteRT run.
+    shapes depend on their inputs get them from edgepart's shape propagation (as `partition` does).
 
     Parameters
     ----------

@@ -56,7 +56,7 @@ def handler(args: argparse.Namespace) -> int:
     print(f"predictor  {rep.predictor_source}")
     print(f"obtained   {rep.obtained}")
     if rep.shapes_resolved:
-        print("shapes     resolved by one untimed LiteRT run (they depend on the inputs)")
+        print("shapes     propagated from the input sizes (dynamic dimensions resolved)")
     print()
     print(f"{'configuration':<22} {'avg (us)':>12} {'band (us)':>23}  kernels  partitions")
     for e in rep.estimates:

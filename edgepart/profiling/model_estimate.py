@@ -32,7 +32,7 @@ from edgepart.cost.predictor import (
 )
 from edgepart.devices.profile import load_profile
 from edgepart.errors import UsageError
-from edgepart.profiling.shape_resolution import needs_resolution, resolved_subgraph
+from edgepart.ir.shapes import apply_input_shapes, has_dynamic_dims
 from edgepart.tflite.reader import read_model
 
 __all__ = [
@@ -165,13 +165,12 @@ def estimate_file(
                 f"--config {unknown[0]!r}: the predictor has {', '.join(sorted(pred.configs))}"
             )
     path = Path(model_path)
-    model = read_model(path)
-    sg = None
-    resolved = False
-    if needs_resolution(model.main) or input_shapes:
-        sg = resolved_subgraph(model, path.read_bytes(), input_shapes)
-        resolved = True
-    ests = estimate_model(model, pred, configs=configs, sg=sg)
+    raw = read_model(path)
+    # the sizes it runs at: edgepart's shape propagation (checked against LiteRT tensor by
+    # tensor on the corpora), the same the partitioner and the profiler use
+    model = apply_input_shapes(raw, input_shapes)
+    resolved = has_dynamic_dims(raw)  # its dynamic dimensions got the sizes above
+    ests = estimate_model(model, pred, configs=configs)
     caveat = ""
     if pred.obtained == "estimated":
         caveat = (
