@@ -33,6 +33,7 @@ from edgepart.cost.predictor import (
 from edgepart.devices.profile import load_profile
 from edgepart.errors import UsageError
 from edgepart.ir.shapes import apply_input_shapes, has_dynamic_dims
+from edgepart.tflite.edgetpu import EDGETPU_OP
 from edgepart.tflite.reader import read_model
 
 __all__ = [
@@ -166,6 +167,13 @@ def estimate_file(
             )
     path = Path(model_path)
     raw = read_model(path)
+    compiled = [i for i in range(raw.main.num_ops) if raw.main.op_name(i) == EDGETPU_OP]
+    if compiled:  # a compiled program: no CPU, GPU or NNAPI kernel runs it, so none is predicted
+        raise UsageError(
+            f"{path}: op {compiled[0]} is a compiled Edge TPU program ({EDGETPU_OP}); only the "
+            "Edge TPU runs it and no latency predictor covers the Edge TPU: estimate the model "
+            "as it was before edgetpu_compiler, or measure it with a latency table"
+        )
     # the sizes it runs at: edgepart's shape propagation (checked against LiteRT tensor by
     # tensor on the corpora), the same the partitioner and the profiler use
     model = apply_input_shapes(raw, input_shapes)

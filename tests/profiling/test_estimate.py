@@ -146,3 +146,12 @@ def test_partition_on_the_host_profile_uses_its_predictor(corpus, tmp_path, monk
 
     head = (profile_dir() / "x86_host.yaml").read_text().split("schema:")[0]
     assert "--profile host" in head and "record of one" in head
+
+
+def test_a_compiled_edge_tpu_program_is_not_estimated_as_cpu_work(real_models, capsys):
+    """A compiled ``edgetpu-custom-op`` has no CPU, GPU or NNAPI kernel: estimating it as a
+    generic CPU op gave 48 us for a 224-px MobileNetV2 (issue 19's problem 1, again)."""
+    rc = main(["estimate", str(real_models["coral_mobilenet_v2_edgetpu"]), "--profile", "pixel3"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert "compiled Edge TPU program" in err[0] and "op 0" in err[0]
