@@ -294,8 +294,9 @@ def bundle_runtime(bundle: Bundle) -> dict[str, RuntimeMemory]:
 def format_runtime(runtime: Mapping[str, RuntimeMemory]) -> str:
     """Lines of what LiteRT allocates, one per interpreter (model, partition or ``all``)."""
     lines = [
-        "as LiteRT allocates it (heap bytes, modelled: the runtime's fixed part and the builtin "
-        "kernels' scratch, im2col and ruy's weight cache, are left out):"
+        "as LiteRT allocates it (heap bytes, and how much of it becomes resident; modelled: the "
+        "runtime's fixed part and the builtin kernels' scratch, im2col and ruy's weight cache, "
+        "are left out):"
     ]
     for label, r in runtime.items():
         parts = [f"arena {_b(r.arena)}"]
@@ -319,7 +320,9 @@ def format_runtime(runtime: Mapping[str, RuntimeMemory]) -> str:
         ):
             if v:
                 parts.append(f"{name} {_b(v)}")
-        lines.append(f"  {label:<18} total {_b(r.total)}: " + ", ".join(parts))
+        lines.append(
+            f"  {label:<18} total {_b(r.total)} (resident {_b(r.resident)}): " + ", ".join(parts)
+        )
     return "\n".join(lines) + "\n"
 
 

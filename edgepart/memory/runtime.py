@@ -28,8 +28,14 @@ The arena plan (:mod:`edgepart.memory.arena`) is only part of what an interprete
     XNNPACK's memory for the values inside its partitions (one workspace shared by them: the
     largest partition's need), planned like an arena.
 ``bookkeeping``
-    Per-op structures (TFLite nodes, XNNPACK operators): measured per op on ai-edge-litert
-    2.3.0 (x86-64) with chains of ADDs, so a floor (convolutions keep more).
+    Per-op, per-partition and per-subgraph structures (TFLite nodes, XNNPACK operators):
+    measured on ai-edge-litert 2.3.0 (x86-64) with chains of each kind of op
+    (``tools/measure_bookkeeping.py``).
+
+:attr:`RuntimeMemory.total` is what LiteRT allocates (heap bytes);
+:attr:`RuntimeMemory.resident` what it touches (the growth of resident memory): the same but
+for bookkeeping, whose resident counterpart is measured alongside it (a subgraph reserves
+about 40 KB and touches a third of it; small structures cost more than their size in pages).
 
 Left out, and said so: the runtime's fixed allocations (the interpreter, XNNPACK's thread
 pool and code: about 0.1 MB, plus 0.65 MB resident with XNNPACK, measured on a one-op model)
@@ -60,22 +66,26 @@ __all__ = [
     "runtime_memory",
 ]
 
-BOOKKEEPING_PER_OP: dict[str, dict[str, int]] = {
-    "xnnpack": {"CONV_2D": 4700, "DEPTHWISE_CONV_2D": 4300, "FULLY_CONNECTED": 4700,
-                "TRANSPOSE_CONV": 4700, "": 1700, "partition": 1400},
-    "xnnpack_8bit": {"CONV_2D": 5000, "DEPTHWISE_CONV_2D": 4900, "FULLY_CONNECTED": 5000,
-                     "TRANSPOSE_CONV": 5000, "": 1800},
-    "builtin": {"CONV_2D": 1300, "DEPTHWISE_CONV_2D": 1250, "": 600},
-    "builtin_8bit": {"CONV_2D": 1750, "DEPTHWISE_CONV_2D": 1700, "": 700},
+BOOKKEEPING_PER_OP: dict[str, dict[str, tuple[int, int]]] = {
+    "xnnpack": {"CONV_2D": (4740, 5050), "DEPTHWISE_CONV_2D": (4250, 4670),
+                "FULLY_CONNECTED": (5480, 6080), "TRANSPOSE_CONV": (4740, 5050),
+                "": (1650, 2000), "partition": (2100, 1770)},
+    "xnnpack_8bit": {"CONV_2D": (5350, 5670), "DEPTHWISE_CONV_2D": (4920, 5350),
+                     "FULLY_CONNECTED": (6360, 7040), "TRANSPOSE_CONV": (5350, 5670),
+                     "": (1750, 2080)},
+    "builtin": {"CONV_2D": (1590, 1840), "DEPTHWISE_CONV_2D": (1250, 1520), "": (630, 900)},
+    "builtin_8bit": {"CONV_2D": (2610, 3000), "DEPTHWISE_CONV_2D": (2280, 2520), "": (720, 980)},
 }  # fmt: skip
-"""Heap bytes per op beyond its tensors and weights, by op (``""``: any other op), for float
-and 8-bit ops, and per XNNPACK partition: the mallinfo2 growth of a chain of 101 such ops over
-a one-op model, divided by 100 (ai-edge-litert 2.3.0, x86-64; reference kernels use the
-builtin rows)."""
+"""Bytes per op beyond its tensors and weights, by op (``""``: any other op), for float and
+8-bit ops, and per XNNPACK partition (``"partition"``): ``(heap, resident)``, the growth of
+glibc's allocated bytes and of anonymous resident memory for a chain of 101 such ops over a
+chain of one, divided by 100 (``tools/measure_bookkeeping.py``; ai-edge-litert 2.3.0, x86-64;
+reference kernels use the builtin rows; a transposed convolution takes the convolution's)."""
 
-BOOKKEEPING_PER_SUBGRAPH = 37_000
-"""Heap bytes of every subgraph of the file beyond the first (LiteRT builds them all: control
-flow bodies, other signatures): an 11-subgraph model over a one-subgraph model, divided by 10."""
+BOOKKEEPING_PER_SUBGRAPH = (40_210, 12_600)
+"""``(heap, resident)`` bytes of every subgraph of the file beyond the first (LiteRT builds
+them all: control flow bodies, other signatures): 11 subgraphs over one, divided by 10. A
+subgraph reserves memory it never writes: only about a third of it becomes resident."""
 
 # XNNPACK ops that pack their static weights into an operator-owned buffer.
 PACKED_OPS = frozenset(
@@ -106,6 +116,7 @@ class RuntimeMemory:
     xnnpack_workspace: int = 0
     bookkeeping: int = 0
     delegate_partitions: int = 0
+    bookkeeping_resident: int = 0
 
     @property
     def total(self) -> int:
@@ -119,6 +130,11 @@ class RuntimeMemory:
             + self.xnnpack_workspace
             + self.bookkeeping
         )
+
+    @property
+    def resident(self) -> int:
+        """The growth of resident memory: :attr:`total` with bookkeeping as much as is touched."""
+        return self.total - self.bookkeeping + self.bookkeeping_resident
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -134,7 +150,9 @@ class RuntimeMemory:
             "xnnpack_workspace": self.xnnpack_workspace,
             "bookkeeping": self.bookkeeping,
             "delegate_partitions": self.delegate_partitions,
+            "bookkeeping_resident": self.bookkeeping_resident,
             "total": self.total,
+            "resident": self.resident,
         }
 
     def __add__(self, other: RuntimeMemory) -> RuntimeMemory:
@@ -152,6 +170,7 @@ class RuntimeMemory:
             self.xnnpack_workspace + other.xnnpack_workspace,
             self.bookkeeping + other.bookkeeping,
             self.delegate_partitions + other.delegate_partitions,
+            self.bookkeeping_resident + other.bookkeeping_resident,
         )
 
 
@@ -249,6 +268,8 @@ def runtime_memory(model: Model, subgraph: int = 0, *, executor: str = "xnnpack"
             indirection += _indirection_bytes(sg, op)
         for k in range(len(parts)):
             workspace = max(workspace, _arena(lt, home[np.minimum(roots, n_t - 1)] == k, "xnn"))
+    book, book_resident = _bookkeeping(sg, owner, len(parts))
+    extra = len(model.subgraphs) - 1
     return RuntimeMemory(
         executor=executor,
         arena=arena,
@@ -260,24 +281,27 @@ def runtime_memory(model: Model, subgraph: int = 0, *, executor: str = "xnnpack"
         xnnpack_packed=packed,
         xnnpack_indirection=indirection,
         xnnpack_workspace=workspace,
-        bookkeeping=_bookkeeping(sg, owner, executor, len(parts))
-        + BOOKKEEPING_PER_SUBGRAPH * (len(model.subgraphs) - 1),
+        bookkeeping=book + BOOKKEEPING_PER_SUBGRAPH[0] * extra,
         delegate_partitions=len(parts),
+        bookkeeping_resident=book_resident + BOOKKEEPING_PER_SUBGRAPH[1] * extra,
     )
 
 
-def _bookkeeping(sg: Subgraph, owner: np.ndarray, executor: str, parts: int) -> int:
-    """Per-op structures: XNNPACK's rows for the ops it runs, the builtin rows for the rest."""
+def _bookkeeping(sg: Subgraph, owner: np.ndarray, parts: int) -> tuple[int, int]:
+    """Per-op structures, ``(heap, resident)``: XNNPACK's rows for the ops it runs, the
+    builtin rows for the rest, and XNNPACK's per-partition row."""
     rows = BOOKKEEPING_PER_OP
-    total = rows["xnnpack"]["partition"] * parts
+    heap, resident = (parts * v for v in rows["xnnpack"]["partition"])
     for op in range(sg.num_ops):
         ins = sg.op_inputs.row_tuple(op)
         dt = int(sg.tensor_dtype[ins[0]]) if ins and ins[0] >= 0 else int(DType.FLOAT32)
         bits8 = dt in (int(DType.INT8), int(DType.UINT8))
         key = ("xnnpack" if owner[op] >= 0 else "builtin") + ("_8bit" if bits8 else "")
         row = rows[key]
-        total += row.get(sg.op_name(op), row[""])
-    return total
+        h, r = row.get(sg.op_name(op), row[""])
+        heap += h
+        resident += r
+    return heap, resident
 
 
 def _indirection_bytes(sg: Subgraph, op: int) -> int:
