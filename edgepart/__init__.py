@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         run_pipeline,
         simulate_pipeline,
         stage_costs,
+        train_pipeline,
         write_gantt,
     )
     from edgepart.api.placement import CompiledModel, compile, place, place_graph
@@ -173,6 +174,7 @@ _LAZY = {
     "run_pipeline": "edgepart.api.pipelines",
     "simulate_pipeline": "edgepart.api.pipelines",
     "stage_costs": "edgepart.api.pipelines",
+    "train_pipeline": "edgepart.api.pipelines",
     "write_gantt": "edgepart.api.pipelines",
     "StageFailedError": "edgepart.runtime.details",
 }
@@ -255,6 +257,7 @@ __all__ = [
     "run_pipeline",
     "simulate_pipeline",
     "stage_costs",
+    "train_pipeline",
     "validate_yaml",
     "write_gantt",
     "write_report",

@@ -40,6 +40,7 @@ from edgepart.placement.schedules import StageCosts, Timeline, simulate
 from edgepart.placement.stages import StagePlan, plan_stages, refine_stages
 from edgepart.runtime.ray_stages import ClusterRun, run_on_cluster
 from edgepart.runtime.stage_threads import PipelineRun, run_stages
+from edgepart.runtime.training import TrainingRun, run_training
 from edgepart.tflite.reader import read_model
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "run_pipeline",
     "simulate_pipeline",
     "stage_costs",
+    "train_pipeline",
     "write_gantt",
 ]
 
@@ -452,6 +454,63 @@ def run_pipeline(
     else:
         bundle = plan
     return run_stages(bundle, inputs, queue_depth=queue_depth, num_threads=num_threads)
+
+
+def train_pipeline(
+    stages: Sequence[str | os.PathLike[str] | bytes],
+    inputs: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+    *,
+    schedule: str = "1f1b",
+    learning_rate: float = 0.01,
+) -> TrainingRun:
+    """One pipeline-parallel training step of stage training models with GPipe or 1F1B.
+
+    Each stage is a ``.tflite`` file with its weights as resource variables and the
+    signatures ``forward(x) -> y``, ``backward(x, dy) -> dx`` (accumulating its weight
+    gradients; the last stage takes ``target`` and returns ``loss`` too) and ``apply(lr)``
+    (the SGD step; returns the weights): TFLite's on-device training layout, one model per
+    stage (``tools/build_training_stages.py`` makes them from a Keras MLP). A thread per
+    stage runs the schedule's operations in order; each forward keeps its input until the
+    micro-batch's backward on that stage (:mod:`edgepart.runtime.training`).
+
+    Parameters
+    ----------
+    stages
+        Stage training models, pipeline order.
+    inputs, targets
+        Per micro-batch: the first stage's input and the last stage's target.
+    schedule
+        "gpipe" (all forwards, then all backwards) or "1f1b" (one forward, one backward).
+    learning_rate
+        The SGD step's learning rate.
+
+    Returns
+    -------
+    TrainingRun
+        The measured timeline (order of work per stage, bubble fraction), the micro-batches
+        each stage held at once and their bytes, the losses, the weights after the step.
+
+    Raises
+    ------
+    UsageError
+        A model without the three signatures, an inference schedule, or inputs and targets
+        of different counts.
+    StageFailedError
+        An operation failed; lists the micro-batches that did not complete.
+
+    Examples
+    --------
+    >>> import edgepart
+    >>> run = edgepart.train_pipeline(stage_files, xs, ts, schedule="1f1b")  # doctest: +SKIP
+    >>> run.peak_stashed  # 3 stages, 6 micro-batches: min(p - s, m)  # doctest: +SKIP
+    (3, 2, 1)
+    >>> edgepart.train_pipeline(["a.tflite"], [], [], schedule="stream")
+    Traceback (most recent call last):
+    ...
+    edgepart.errors.UsageError: training runs 'gpipe' or '1f1b', not 'stream'
+    """
+    return run_training(stages, inputs, targets, schedule=schedule, learning_rate=learning_rate)
 
 
 @dataclass(frozen=True, eq=False)

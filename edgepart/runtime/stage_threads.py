@@ -327,6 +327,8 @@ def run_schedule(
                 if ev is None or not ev.wait(timeout_s):
                     with lock:
                         errors.append((op, f"waited {timeout_s:g} s for {key}"))
+                    for other in done.values():
+                        other.set()
                     return
                 if errors:
                     return
@@ -336,7 +338,8 @@ def run_schedule(
             except Exception as err:  # reported with the micro-batches that did not complete
                 with lock:
                     errors.append((op, " ".join(str(err).split())))
-                done[(op.kind, op.stage, op.micro)].set()
+                for ev in done.values():  # every waiting device wakes, sees the error, stops
+                    ev.set()
                 return
             t1 = clock()
             with lock:

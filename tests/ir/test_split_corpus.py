@@ -102,7 +102,7 @@ ON_DEMAND: dict[str, tuple[tuple[int, int, int], int, int | None]] = {
 
 
 # CI runs two of them (int8 depthwise granules, and a transformer's column and row splits);
-# EDGEPART_SPLIT_SWEEP=all runs every on-demand model (about half an hour on 2 cores: the figures
+# EDGEPART_SPLIT_SWEEP=all runs every on-demand model (6 min here at load ~1, models built: the figures
 # in docs/tensor_parallel.md come from that run)
 _SWEPT = (
     list(ON_DEMAND)
