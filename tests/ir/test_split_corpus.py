@@ -102,8 +102,8 @@ ON_DEMAND: dict[str, tuple[tuple[int, int, int], int, int | None]] = {
 
 
 # CI runs two of them (int8 depthwise granules, and a transformer's column and row splits);
-# EDGEPART_SPLIT_SWEEP=all runs every on-demand model (6 min here at load ~1, models built: the figures
-# in docs/tensor_parallel.md come from that run)
+# EDGEPART_SPLIT_SWEEP=all runs every on-demand model (6 min here at load ~1, models built:
+# the figures in docs/tensor_parallel.md come from that run)
 _SWEPT = (
     list(ON_DEMAND)
     if os.environ.get("EDGEPART_SPLIT_SWEEP") == "all"
