@@ -1,9 +1,10 @@
 """Run a stage plan on this host: one thread per stage, bounded queues between them.
 
 The bundle's partitions (one per stage, :meth:`edgepart.api.pipelines.PipelinePlan.bundle`) run
-in plan order as a chain: stage ``k`` takes an item from its input queue, reads the tensors it
-needs from the item's tensor map, invokes its own LiteRT interpreter (a
-:class:`StageWorker`) and adds its outputs to the map before handing the item on. Every queue
+in plan order as a chain: stage ``k`` takes an item from its input queue (the first stage
+straight from the inputs), reads the tensors it needs from the item's tensor map, invokes its
+own LiteRT interpreter (a :class:`StageWorker`) and adds its outputs to the map before handing
+the item on (the last stage keeps the results): no other thread runs. Every queue
 holds at most ``queue_depth`` items, so a fast stage blocks on a full queue instead of running
 ahead (back-pressure: memory stays bounded whatever the stage speeds). Each stage records when
 it started and ended every item: the measured timeline (:class:`PipelineRun`), the same
@@ -20,7 +21,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -189,19 +190,35 @@ def run_stages(
     n = len(workers)
     in_t = [t.tensor for t in plan.inputs]
     out_t = [t.tensor for t in plan.outputs]
-    qs: list[queue.Queue[Any]] = [queue.Queue(maxsize=queue_depth) for _ in range(n + 1)]
+    # the first stage reads the inputs itself and the last keeps the results: no feeder or
+    # collector thread, so two stages on two cores share them with nothing else
+    qs: list[queue.Queue[Any]] = [queue.Queue(maxsize=queue_depth) for _ in range(n - 1)]
     marks: list[list[tuple[int, float, float]]] = [[] for _ in range(n)]
     clock = time.perf_counter
     feed_error: list[BaseException] = []
+    results: dict[int, list[np.ndarray]] = {}
+    failed: dict[int, _Failure] = {}
+
+    def source() -> Iterator[Any]:
+        try:
+            for i, item in enumerate(inputs):
+                values = list(item)
+                if len(values) != len(in_t):
+                    raise TensorValueError(
+                        f"input {i} has {len(values)} values; the model has {len(in_t)} inputs"
+                    )
+                yield i, {t: np.asarray(v) for t, v in zip(in_t, values, strict=True)}
+        except BaseException as err:  # raised in the caller's thread after the drain
+            feed_error.append(err)
+
+    def received(inq: queue.Queue[Any]) -> Iterator[Any]:
+        while (msg := inq.get()) is not _STOP:
+            yield msg
 
     def stage(k: int) -> None:
-        work, inq, outq, rec = workers[k], qs[k], qs[k + 1], marks[k].append
-        while True:
-            msg = inq.get()
-            if msg is _STOP:
-                outq.put(_STOP)
-                return
-            i, tensors = msg
+        work, rec = workers[k], marks[k].append
+        items = source() if k == 0 else received(qs[k - 1])
+        for i, tensors in items:
             if not isinstance(tensors, _Failure):
                 try:
                     t0 = clock()
@@ -210,41 +227,22 @@ def run_stages(
                     tensors.update(got)
                 except Exception as err:  # reported with the inputs that did not complete
                     tensors = _Failure(k, " ".join(str(err).split()))
-            outq.put((i, tensors))
-
-    def feed() -> None:
-        try:
-            for i, item in enumerate(inputs):
-                values = list(item)
-                if len(values) != len(in_t):
-                    raise TensorValueError(
-                        f"input {i} has {len(values)} values; the model has {len(in_t)} inputs"
-                    )
-                qs[0].put((i, {t: np.asarray(v) for t, v in zip(in_t, values, strict=True)}))
-        except BaseException as err:  # raised in the caller's thread after the drain
-            feed_error.append(err)
-        finally:
-            qs[0].put(_STOP)
+            if k + 1 < n:
+                qs[k].put((i, tensors))
+            elif isinstance(tensors, _Failure):
+                failed[i] = tensors
+            else:
+                results[i] = [tensors[t] for t in out_t]
+        if k + 1 < n:
+            qs[k].put(_STOP)
 
     threads = [threading.Thread(target=stage, args=(k,), daemon=True) for k in range(n)]
-    threads.append(threading.Thread(target=feed, daemon=True))
     t_start = clock()
     for th in threads:
         th.start()
-    results: dict[int, list[np.ndarray]] = {}
-    failed: dict[int, _Failure] = {}
-    while True:
-        msg = qs[n].get()
-        if msg is _STOP:
-            break
-        i, tensors = msg
-        if isinstance(tensors, _Failure):
-            failed[i] = tensors
-        else:
-            results[i] = [tensors[t] for t in out_t]
-    wall = clock() - t_start
     for th in threads:
         th.join()
+    wall = clock() - t_start
     if feed_error:
         raise feed_error[0]
     if failed:
