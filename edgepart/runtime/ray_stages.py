@@ -18,6 +18,7 @@ nothing hangs), stops the actors, and raises
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -63,10 +64,11 @@ class ClusterRun:
 class _Stage:
     """The actor body: one stage's worker; records its invoke times."""
 
-    def __init__(self, spec: StageSpec) -> None:
+    def __init__(self, spec: StageSpec, keep: frozenset[int]) -> None:
         import ray  # the optional `cluster` extra: loaded only when a stage actor starts
 
         self.worker = StageWorker(spec)
+        self.keep = keep
         self.node = ray.get_runtime_context().get_node_id()
 
     def node_id(self) -> str:
@@ -79,7 +81,7 @@ class _Stage:
         t0 = time.perf_counter()
         out = self.worker(tensors)
         spans = [*spans, time.perf_counter() - t0]
-        tensors = {**tensors, **out}
+        tensors = {t: v for t, v in (*tensors.items(), *out.items()) if t in self.keep}
         return tensors, spans
 
 
@@ -158,14 +160,20 @@ def run_on_cluster(
             )
     in_t = [t.tensor for t in bundle.plan.inputs]
     out_t = [t.tensor for t in bundle.plan.outputs]
+    # what leaves stage k: the tensors later stages read and the model's outputs (the rest,
+    # the model's input included, is not sent over the next link)
+    keep = [
+        frozenset({t for later in specs[k + 1 :] for _, t in later.inputs} | set(out_t))
+        for k in range(len(specs))
+    ]
     actor_cls = ray.remote(_Stage)
     # a small share of the node's resource pins the actor there without waiting for the
     # actors of an earlier run to be torn down (they hold their share until then)
     actors = [
         actor_cls.options(
             num_cpus=0, resources={node.resource: 0.01}, max_restarts=0, max_task_retries=0
-        ).remote(spec)
-        for spec, node in zip(specs, cluster.nodes, strict=True)
+        ).remote(spec, keep[k])
+        for k, (spec, node) in enumerate(zip(specs, cluster.nodes, strict=True))
     ]
     errors = (ray.exceptions.RayError, TimeoutError)
     try:
@@ -249,5 +257,5 @@ def run_on_cluster(
 
 
 def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(err)).split())  # Ray colours its text
     return f"{type(err).__name__}: {text[:300]}"
