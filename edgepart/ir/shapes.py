@@ -295,7 +295,11 @@ def resolve_shapes(
         shapes = run.done[k].shapes
         if shapes != sg.tensor_shape.tolist():
             changed = True
-            new = dataclasses.replace(sg, tensor_shape=Csr.from_rows(shapes, dtype=np.int32))
+            new = dataclasses.replace(
+                sg,
+                tensor_shape=Csr.from_rows(shapes, dtype=np.int32),
+                tensor_signature=_agreeing_signatures(sg, shapes),
+            )
         else:
             new = sg
         # replace() builds a new subgraph: cached sizes (numel, nbytes) recompute from shapes
@@ -303,6 +307,25 @@ def resolve_shapes(
     resolved = dataclasses.replace(model, subgraphs=tuple(new_subgraphs))
     problem = None if run.problem is None else f"{run.problem}{_default_hint(inputs)}"
     return ShapeResolution(resolved, inputs, infos, changed, problem)
+
+
+def _agreeing_signatures(sg: Subgraph, shapes: Sequence[Sequence[int]]) -> Csr:
+    """The subgraph's shape signatures, each fixed dimension that contradicts the propagated
+    shape made ``-1``: a converter can record a size its kernels do not compute (an RFFT2D
+    output signed ``[-1, -1, 2048]`` that LiteRT sizes ``[1, 43, 1025]``), and the resolved
+    model must stay self-consistent (:func:`edgepart.ir.verify.check_model`)."""
+    sig = sg.tensor_signature
+    rows = None
+    for t in np.flatnonzero(sg.tensor_has_signature).tolist():
+        row = sig.row_tuple(t)
+        shape = shapes[t]
+        if len(row) != len(shape):
+            continue
+        if any(s != -1 and s != d for s, d in zip(row, shape, strict=True)):
+            if rows is None:
+                rows = [list(sig.row_tuple(k)) for k in range(sg.num_tensors)]
+            rows[t] = [s if s == -1 or s == d else -1 for s, d in zip(row, shape, strict=True)]
+    return sig if rows is None else Csr.from_rows(rows, dtype=sig.idx.dtype)
 
 
 def _default_hint(inputs: Sequence[InputShape]) -> str:

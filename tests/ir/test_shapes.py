@@ -298,3 +298,41 @@ def test_static_models_are_unchanged(corpus: dict[str, Path]) -> None:
     res = resolve_shapes(m)
     assert not res.changed and res.note() is None
     assert res.subgraphs[0].dynamic_op is None
+
+
+def test_resolved_models_agree_with_their_signatures(
+    real_models: dict[str, Path], real_models_manifest: dict[str, Any]
+) -> None:
+    """A converter can sign a size its kernels do not compute: star_trek_activation_phrase's
+    RFFT2D outputs are signed [-1, -1, 2048] and LiteRT sizes them [1, 43, 1025]. A resolved
+    model must pass the IR checks (tensor-parallel splits check it; before the fix every
+    ``partition`` that tried a split on this model failed with "contradicts its signature")."""
+    from edgepart.ir.verify import check_model
+
+    for name, path in real_models.items():
+        entry = real_models_manifest[name]
+        if not entry["runnable"] or not _dynamic(path):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = apply_input_shapes(read_model(path), entry.get("input_shapes") or {})
+        check_model(model)  # raises on a contradiction
+    st = real_models["star_trek_activation_phrase"]
+    resolved = apply_input_shapes(read_model(st), {"audio_preproc_input": [1, 44032]})
+    sg = resolved.main
+    t = next(i for i in range(sg.num_tensors) if sg.tensor_names[i].startswith("Abs;"))
+    assert sg.tensor_shape.row_tuple(t) == (1, 43, 1025)
+    assert sg.tensor_signature.row_tuple(t) == (-1, -1, -1)  # was (-1, -1, 2048)
+
+
+def test_a_split_of_a_model_with_wrong_signatures_compiles_and_verifies(
+    real_models: dict[str, Path], tmp_path: Path
+) -> None:
+    shapes = {"audio_preproc_input": [1, 44032]}
+    compiled = edgepart.compile(
+        real_models["star_trek_activation_phrase"], "pixel8", input_shapes=shapes
+    )
+    assert compiled.plan.splits, "the Pixel 8 plan splits a FULLY_CONNECTED layer"
+    compiled.save(tmp_path / "b")
+    result = edgepart.run_bundle(tmp_path / "b", random=True, verify=True)
+    assert result.diffs and all(d.identical for d in result.diffs)
