@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import edgepart
 from edgepart.api.pipelines import plan_pipeline, run_pipeline, simulate_pipeline
 from edgepart.errors import UsageError
 from edgepart.runtime.details import StageFailedError
+from edgepart.runtime.stage_threads import StageWorker, run_stages, stage_specs
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,22 @@ def test_outputs_bit_identical_and_in_order(mnv2, depth):
     # stage 1 never starts an item before stage 0 finished it
     ends = {e.micro: e.end_s for e in m.events if e.stage == 0}
     assert all(e.start_s >= ends[e.micro] for e in m.events if e.stage == 1)
+
+
+def test_single_thread_stages_are_pinned_to_their_own_cores(mnv2):
+    _, _, bundle, one = mnv2
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: two stages cannot have a core each")
+    run = run_pipeline(bundle, _inputs(one, 6))
+    assert run.pinned == (cpus[0], cpus[1])  # read back inside each stage's thread
+    assert sorted(os.sched_getaffinity(0)) == cpus  # the caller's thread is left as it was
+    unpinned = run_stages(bundle, _inputs(one, 6), pin=False)
+    assert unpinned.pinned == (None, None)
+    # a stage with two interpreter threads would pin its caller away from its workers
+    specs = [dataclasses.replace(s, threads=2) for s in stage_specs(bundle)]
+    two = run_stages(bundle, _inputs(one, 6), workers=[StageWorker(s) for s in specs])
+    assert two.pinned == (None, None)
 
 
 def test_back_pressure_bounds_the_items_a_stage_holds(mnv2):
