@@ -10,8 +10,6 @@ figures; slow).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import random
@@ -21,41 +19,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _kill import fork_cli, wait_or_kill
 from adb_fixtures import EmulatedDevice
 from bench_helpers import RUNS, adb_args
 
 pytestmark = pytest.mark.slow
 TRIALS = int(os.environ.get("EDGEPART_KILL_TRIALS", "12"))  # 100 for the acceptance run
-
-
-def _fork_cli(args: list[str]) -> int:
-    pid = os.fork()
-    if pid == 0:
-        status = 70
-        try:
-            from edgepart.cli import main
-
-            with (
-                contextlib.redirect_stdout(io.StringIO()),
-                contextlib.redirect_stderr(io.StringIO()),
-            ):
-                status = main(args)
-        finally:
-            os._exit(status)
-    return pid
-
-
-def _wait(pid: int, delay: float | None) -> int:
-    if delay is not None:
-        end = time.monotonic() + delay
-        while time.monotonic() < end:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status)
-            time.sleep(0.002)
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
 
 
 def _temporaries(d: Path) -> list[str]:
@@ -81,16 +50,16 @@ def test_kill9_during_bench_resume(env: EmulatedDevice, model: Path, tmp_path: P
         return adb_args("bench", model, *RUNS, *delegates, "--resume", str(res))
 
     t = time.monotonic()
-    assert _wait(_fork_cli(args(tmp_path / "full")), None) == 0
+    assert wait_or_kill(fork_cli(args(tmp_path / "full")), None) == 0
     span = 1.2 * (time.monotonic() - t)
     rng = random.Random(19)
     counts: Counter[str] = Counter()
     for k in range(TRIALS):
         res = tmp_path / f"res{k}"
-        code = _wait(_fork_cli(args(res)), rng.uniform(0, span))
+        code = wait_or_kill(fork_cli(args(res)), rng.uniform(0, span))
         counts["killed" if code == -signal.SIGKILL else f"finished {code}"] += 1
         counts[_check_results(res)] += 1
-        assert _wait(_fork_cli(args(res)), None) == 0  # the next --resume succeeds
+        assert wait_or_kill(fork_cli(args(res)), None) == 0  # the next --resume succeeds
         doc = json.loads((res / "results.json").read_text())
         assert sorted(r["status"] for r in doc["runs"].values()) == ["ok", "ok"]
         assert _temporaries(res) == []

@@ -11,8 +11,6 @@ figures in docs/security.md); the counts of outcomes are printed (``pytest -s``)
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import random
@@ -24,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _kill import fork_cli, wait_or_kill
 from sec_helpers import ROOT
 
 from edgepart.bundle import load_bundle
@@ -33,39 +32,12 @@ pytestmark = pytest.mark.slow
 TRIALS = int(os.environ.get("EDGEPART_KILL_TRIALS", "12"))  # 100 for the acceptance run
 
 
-def _fork_cli(args: list[str]) -> int:
-    pid = os.fork()
-    if pid == 0:  # child: the CLI itself, silenced; never returns into pytest
-        status = 70
-        try:
-            from edgepart.cli import main
-
-            with (
-                contextlib.redirect_stdout(io.StringIO()),
-                contextlib.redirect_stderr(io.StringIO()),
-            ):
-                status = main(args)
-        finally:
-            os._exit(status)
-    return pid
-
-
 def _run(args: list[str]) -> int:
-    _, status = os.waitpid(_fork_cli(args), 0)
-    return os.waitstatus_to_exitcode(status)
+    return wait_or_kill(fork_cli(args), None)
 
 
 def _killed_at(args: list[str], delay: float) -> int:
-    pid = _fork_cli(args)
-    end = time.monotonic() + delay
-    while time.monotonic() < end:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(min(0.002, max(0.0, end - time.monotonic())))
-    os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    return wait_or_kill(fork_cli(args), delay)
 
 
 def _snapshot(d: Path) -> dict[str, bytes]:
