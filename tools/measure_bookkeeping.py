@@ -151,38 +151,34 @@ def _bias(g: SubgraphBuilder, name: str, dt: DType, n: int) -> int:
     return g.constant(name, np.zeros(n, np.float32))
 
 
-def _layer(kind: str) -> Callable[[SubgraphBuilder, int, int, DType, int], int]:
-    """A function adding one ``kind`` op from tensor ``x`` (index ``i``) and returning its
-    output; activations are [1, 4, 4, C] (FULLY_CONNECTED: [1, C])."""
-
-    def add(g: SubgraphBuilder, x: int, i: int, dt: DType, c: int) -> int:
-        shape = (1, C) if kind == "FULLY_CONNECTED" else (1, 4, 4, C)
-        y = _act(g, f"y{i}", dt, shape)
-        if kind == "ADD":
-            g.op("ADD", [x, c], [y])
-        elif kind == "CONV_2D":
-            w = _weights(g, f"w{i}", dt, (C, 3, 3, C), i)
-            opts = {"padding": "SAME", "stride_w": 1, "stride_h": 1}
-            g.op("CONV_2D", [x, w, _bias(g, f"b{i}", dt, C)], [y], options=opts)
-        elif kind == "DEPTHWISE_CONV_2D":
-            w = _weights(g, f"w{i}", dt, (1, 3, 3, C), i, axis=3)
-            g.op(
-                "DEPTHWISE_CONV_2D",
-                [x, w, _bias(g, f"b{i}", dt, C)],
-                [y],
-                options={"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1},
-            )
-        elif kind == "FULLY_CONNECTED":
-            w = _weights(g, f"w{i}", dt, (C, C), i)
-            g.op("FULLY_CONNECTED", [x, w, _bias(g, f"b{i}", dt, C)], [y])
-        elif kind == "TILE":  # XNNPACK leaves TILE to TFLite: it cuts a partition
-            mult = g.constant(f"m{i}", np.ones(4, np.int32))
-            g.op("TILE", [x, mult], [y])
-        else:
-            raise ValueError(kind)
-        return y
-
-    return add
+def _add_layer(g: SubgraphBuilder, kind: str, x: int, i: int, dt: DType, c: int) -> int:
+    """Add one ``kind`` op (the ``i``-th) reading tensor ``x`` (and ``c``, the ADDs' constant);
+    returns its output. Activations are [1, 4, 4, C] (FULLY_CONNECTED: [1, C])."""
+    shape = (1, C) if kind == "FULLY_CONNECTED" else (1, 4, 4, C)
+    y = _act(g, f"y{i}", dt, shape)
+    if kind == "ADD":
+        g.op("ADD", [x, c], [y])
+    elif kind == "CONV_2D":
+        w = _weights(g, f"w{i}", dt, (C, 3, 3, C), i)
+        opts = {"padding": "SAME", "stride_w": 1, "stride_h": 1}
+        g.op("CONV_2D", [x, w, _bias(g, f"b{i}", dt, C)], [y], options=opts)
+    elif kind == "DEPTHWISE_CONV_2D":
+        w = _weights(g, f"w{i}", dt, (1, 3, 3, C), i, axis=3)
+        g.op(
+            "DEPTHWISE_CONV_2D",
+            [x, w, _bias(g, f"b{i}", dt, C)],
+            [y],
+            options={"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1},
+        )
+    elif kind == "FULLY_CONNECTED":
+        w = _weights(g, f"w{i}", dt, (C, C), i)
+        g.op("FULLY_CONNECTED", [x, w, _bias(g, f"b{i}", dt, C)], [y])
+    elif kind == "TILE":  # XNNPACK leaves TILE to TFLite: it cuts a partition
+        mult = g.constant(f"m{i}", np.ones(4, np.int32))
+        g.op("TILE", [x, mult], [y])
+    else:
+        raise ValueError(kind)
+    return y
 
 
 def chain(kinds: Sequence[str], repeats: int, dt: DType = DType.FLOAT32) -> Model:
@@ -199,7 +195,7 @@ def chain(kinds: Sequence[str], repeats: int, dt: DType = DType.FLOAT32) -> Mode
     cur, i = x, 0
     for _ in range(repeats):
         for kind in kinds:
-            cur = _layer(kind)(g, cur, i, dt, c)
+            cur = _add_layer(g, kind, cur, i, dt, c)
             i += 1
     g.output(cur)
     mb.add_signature("serving_default", 0, [("x", x)], [("y", cur)])

@@ -323,7 +323,7 @@ def _agreeing_signatures(sg: Subgraph, shapes: Sequence[Sequence[int]]) -> Csr:
             continue
         if any(s != -1 and s != d for s, d in zip(row, shape, strict=True)):
             if rows is None:
-                rows = [list(sig.row_tuple(k)) for k in range(sg.num_tensors)]
+                rows = [list(r) for r in sig.tolist()]
             rows[t] = [s if s == -1 or s == d else -1 for s, d in zip(row, shape, strict=True)]
     return sig if rows is None else Csr.from_rows(rows, dtype=sig.idx.dtype)
 

@@ -111,10 +111,8 @@ def run_training(
             "micro-batch (at least one)"
         )
     p, m = len(stages), len(inputs)
-    runners = [_open(_blob(s), _label(s, k)) for k, s in enumerate(stages)]
     last = p - 1
-    for k, r in enumerate(runners):
-        _check_io(r, k == last, _label(stages[k], k))
+    runners = [_open(_blob(s), _label(s, k), last=k == last) for k, s in enumerate(stages)]
     stash: list[dict[int, np.ndarray]] = [{} for _ in range(p)]
     peak = [0] * p
     peak_bytes = [0] * p
@@ -149,7 +147,7 @@ def run_training(
 
     events = run_schedule(schedule_ops(schedule, p, m), work, timeout_s=timeout_s)
     lr = np.asarray(learning_rate, dtype=np.float32)
-    weights = tuple(dict(r["apply"](lr=lr)) for r in runners)
+    weights = tuple(r["apply"](lr=lr) for r in runners)
     spans: dict[tuple[str, int], list[float]] = {}
     for e in events:
         spans.setdefault((e.kind, e.stage), []).append(e.end_s - e.start_s)
@@ -179,8 +177,9 @@ class _Signature:
         return dict(self._run(**tensors))
 
 
-def _open(blob: bytes, label: str) -> dict[str, _Signature]:
-    """One interpreter for the stage (its signatures share its variables), one thread."""
+def _open(blob: bytes, label: str, *, last: bool) -> dict[str, _Signature]:
+    """One interpreter for the stage (its signatures share its variables), one thread; its
+    signatures checked for the tensors the runtime passes and reads."""
     check_for_litert(blob, label)
     try:
         it = Interpreter(model_content=blob, num_threads=1)
@@ -194,7 +193,9 @@ def _open(blob: bytes, label: str) -> dict[str, _Signature]:
             f"{label}: no signature {', '.join(map(repr, missing))} (it has "
             f"{sorted(sigs) or 'none'}); a stage training model has {', '.join(SIGNATURES)}"
         )
-    return {k: _Signature(it.get_signature_runner(k), sigs[k]) for k in SIGNATURES}
+    run = {k: _Signature(it.get_signature_runner(k), sigs[k]) for k in SIGNATURES}
+    _check_io(run, last, label)
+    return run
 
 
 def _blob(stage: str | os.PathLike[str] | bytes) -> bytes:
@@ -221,6 +222,6 @@ def _check_io(run: dict[str, _Signature], last: bool, label: str) -> None:
         if not ins <= got_in or not outs <= got_out:
             raise UsageError(
                 f"{label}: signature {sig!r} has inputs {sorted(got_in)} and outputs "
-                f"{sorted(got_out)}; a stage training model's needs inputs {sorted(ins)} and "
+                f"{sorted(got_out)}; a stage training model needs inputs {sorted(ins)} and "
                 f"outputs {sorted(outs)} (edgepart.runtime.training)"
             )

@@ -62,10 +62,11 @@ def test_outputs_bit_identical_and_in_order(mnv2, depth):
 def test_single_thread_stages_are_pinned_to_their_own_cores(mnv2):
     _, _, bundle, one = mnv2
     cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        pytest.skip("one CPU: two stages cannot have a core each")
     run = run_pipeline(bundle, _inputs(one, 6))
-    assert run.pinned == (cpus[0], cpus[1])  # read back inside each stage's thread
+    if len(cpus) >= 2:
+        assert run.pinned == (cpus[0], cpus[1])  # read back inside each stage's thread
+    else:  # one CPU: two stages cannot have a core each, so none is pinned
+        assert run.pinned == (None, None)
     assert sorted(os.sched_getaffinity(0)) == cpus  # the caller's thread is left as it was
     unpinned = run_stages(bundle, _inputs(one, 6), pin=False)
     assert unpinned.pinned == (None, None)
