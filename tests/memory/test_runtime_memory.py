@@ -12,13 +12,13 @@ fp16, sparse, int8 and stateful models:
   pages left out) against :attr:`RuntimeMemory.resident`. Resident is not heap: a subgraph
   reserves about 40 KB and touches a third of it, small structures cost more than their size.
 
-Each measurement runs in a child process holding 16 interpreters of the model after glibc
-returned its free pages (``malloc_trim``), so pages an earlier interpreter touched do not hide
-new ones (``tools/measure_bookkeeping.py``). Where a small model's allocations fall against
-page boundaries moves with the process's start (the size of its environment moves the heap):
-mww_alexa's resident figure over 16 environment sizes spans -4.8..-9.4 % with 4 interpreters
-(once -10.4 % after TensorFlow, imported by another test, grew the environment), -6.0..-7.4 %
-with 16.
+Each measurement is the mean over four child processes whose heaps start at different offsets
+within a page, each holding 8 interpreters of the model, after glibc returned its free pages
+(``malloc_trim``), so pages an earlier interpreter touched do not hide new ones
+(``tools/measure_bookkeeping.py``). Which pages a small model's allocations touch moves with
+where the heap starts: in one process with 4 interpreters mww_alexa's resident figure spanned
+-4.8..-10.4 % over environment sizes (it failed this test once, after TensorFlow, imported by
+another test, grew the environment), and a subgraph's resident bookkeeping 11.7-15.4 KB.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from edgepart.memory.runtime import BOOKKEEPING_PER_OP, BOOKKEEPING_PER_SUBGRAPH
 from edgepart.tflite.reader import read_model
 from edgepart.tflite.writer import save_model
 
-COPIES = 16
+COPIES = 8
 
 
 def _one_op(path: Path) -> None:
