@@ -70,6 +70,7 @@ def solve_exact(
     incumbents: Sequence[np.ndarray] = (),
     progress: Callable[[int, int, str], None] | None = None,
     lp_bound: bool = True,
+    node_limit: int | None = None,
 ) -> ExactResult:
     """Branch and bound to the optimal placement of ``g`` (see the module docstring).
 
@@ -89,6 +90,10 @@ def solve_exact(
     lp_bound : bool
         Compute the LP lower bounds at the root (:mod:`~edgepart.placement.lower_bounds`): an
         incumbent that meets them is optimal without a search.
+    node_limit : int, optional
+        Stop after this many search nodes as on the time limit (a limit that does not depend on
+        the machine's speed: without the LP bounds and with a time limit that is not reached,
+        the result is deterministic).
 
     Raises
     ------
@@ -252,6 +257,9 @@ def solve_exact(
             break
         if children is None:  # entering the node
             state["nodes"] += 1
+            if node_limit is not None and state["nodes"] > node_limit:
+                state["timeout"] = True
+                break
             if (state["nodes"] & 255) == 1:
                 now = time.perf_counter()
                 if now > deadline:

@@ -8,7 +8,9 @@
 3. From the best two or three distinct starts (multi-start): local search
    (:mod:`~edgepart.placement.localsearch`), then exact window re-solves
    (:mod:`~edgepart.placement.lns`) alternating with local search while they improve.
-4. A lower bound that costs no LP (critical path or total work) comes with the result; a start
+4. On graphs of a few dozen nodes, the exact branch and bound from the best plan, for a bounded
+   number of its search nodes.
+5. A lower bound that costs no LP (critical path or total work) comes with the result; a start
    or searched plan that meets it is optimal, and the search stops there.
 
 The evaluation budget *grows* with the graph (:func:`evaluation_budget`): the search is
@@ -31,6 +33,7 @@ from edgepart.placement._fastscore import Scorer
 from edgepart.placement.constraints import admissible
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
+from edgepart.placement.exact import solve_exact
 from edgepart.placement.lns import Atoms, window_search
 from edgepart.placement.localsearch import HUGE, Neighbourhood, local_search
 from edgepart.placement.lower_bounds import lower_bound
@@ -61,6 +64,8 @@ class HeuristicResult:
 
 
 BUDGET_GROWTH_LIMIT = 10_000
+BUDGET_UNITS_REF = 4
+BUDGET_WORK_LIMIT = 2e9
 
 
 def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
@@ -71,7 +76,12 @@ def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
     microseconds get more, ``6e7 / (nodes + edges)`` (at most 300,000; the search usually
     stalls and stops long before). Beyond :data:`BUDGET_GROWTH_LIMIT` nodes, where one
     evaluation costs milliseconds, it falls with the square of the size (600 at 100,000 nodes)
-    so the run time stays near that of 10,000 nodes. Times ``effort``.
+    so the run time stays near that of 10,000 nodes. A move goes to any unit its nodes' processor
+    has in use (and one fresh one), so one pass over the moves costs more evaluations the more
+    units there are: beyond :data:`BUDGET_UNITS_REF` units the budget grows with the square root
+    of their number, up to twice, as long as evaluations times ``nodes + edges`` (the work of
+    one evaluation) stay under :data:`BUDGET_WORK_LIMIT` (about 15 s of search at 10,000
+    nodes). Times ``effort``.
     """
     n = g.num_nodes
     base: float = 40000 + 2 * min(n, BUDGET_GROWTH_LIMIT)
@@ -79,6 +89,8 @@ def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
         base = max(base, min(300_000, 6e7 / (n + g.num_edges + 1)))
     if n > BUDGET_GROWTH_LIMIT:
         base = base * (BUDGET_GROWTH_LIMIT / n) ** 2
+    more = base * min(2.0, max(1.0, math.sqrt(g.num_units / BUDGET_UNITS_REF)))
+    base = max(base, min(more, BUDGET_WORK_LIMIT / (n + g.num_edges + 1)))
     return max(8, int(effort * base))
 
 
@@ -114,6 +126,42 @@ def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarra
         rest = units == u
         arena[u] = g.activation_bytes[rest].max() if rest.any() else 0
     return units
+
+
+# Graphs up to this many nodes end with the exact branch and bound from the best plan, for at
+# most EXACT_TAIL_SEARCH_NODES of its search nodes (about half a second; a count, not a time, so the
+# result stays deterministic): on such graphs the local search can miss a move of several nodes
+# at once that the exact search finds in a few thousand nodes.
+EXACT_TAIL_MAX_NODES = 48
+EXACT_TAIL_SEARCH_NODES = 10_000
+
+
+def _exact_tail(
+    g: CostGraph,
+    objective: str,
+    best: HeuristicResult,
+    lb: float,
+    deadline: float | None,
+    stats: dict[str, int],
+) -> tuple[HeuristicResult, float]:
+    """The branch and bound from ``best`` on a small graph (see :data:`EXACT_TAIL_MAX_NODES`),
+    and the bound: the optimum when the search completed, else ``lb``."""
+    if objective_key(best.evaluation, objective)[0] <= lb * (1 + 1e-9):
+        return best, lb
+    limit = math.inf if deadline is None else max(0.0, deadline - time.perf_counter())
+    ex = solve_exact(
+        g,
+        objective,
+        time_limit=limit,
+        incumbents=[best.units],
+        lp_bound=False,
+        node_limit=EXACT_TAIL_SEARCH_NODES,
+    )
+    stats["exact_nodes"] = ex.nodes_explored
+    bound = max(lb, ex.bound) if ex.optimal else lb
+    if objective_key(ex.evaluation, objective) < objective_key(best.evaluation, objective):
+        return HeuristicResult(ex.units, ex.evaluation, "exact-tail"), bound
+    return best, bound
 
 
 # The exact stage DP runs in the default search while its (ideal, sub-ideal) pairs stay under
@@ -287,7 +335,9 @@ def solve_heuristic(
             best = HeuristicResult(res_units, res_ev, name)
         if rkey[0] <= lb * (1 + 1e-9):
             break  # optimal: the other starts cannot do better
-    stats["evaluations"] = sc.evaluations
     assert best is not None
+    stats["evaluations"] = sc.evaluations
+    if g.num_nodes <= EXACT_TAIL_MAX_NODES and not _late(deadline):
+        best, lb = _exact_tail(g, objective, best, lb, deadline, stats)
     log.debug("heuristic: %s, start %s", stats, best.start)
     return HeuristicResult(best.units, best.evaluation, best.start, stats, lb)

@@ -60,3 +60,14 @@ def test_time_limit_reports_unproven():
     res = solve_exact(g, "latency", time_limit=1e-6, incumbents=[h.units])
     assert not res.optimal
     assert res.evaluation.latency_s <= h.evaluation.latency_s  # never worse than the incumbent
+
+
+def test_node_limit_stops_the_search_deterministically():
+    g = random_graph(40, 4, 17)
+    runs = [solve_exact(g, "latency", lp_bound=False, node_limit=300) for _ in range(2)]
+    for r in runs:
+        assert not r.optimal and r.nodes_explored == 301  # the one that found the limit
+        check_evaluation(g, r.evaluation)
+    assert runs[0].units.tolist() == runs[1].units.tolist()
+    full = solve_exact(g, "latency", lp_bound=False, node_limit=10**9, time_limit=120)
+    assert full.optimal and full.nodes_explored > 300

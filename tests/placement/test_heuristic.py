@@ -143,3 +143,46 @@ def test_baselines_are_feasible_starts():
     for b in bl:
         if b.feasible:
             check_evaluation(g, b.evaluation)
+
+
+def _multi_node_move_graph():
+    # partition_quality's instance 96 (28 nodes, 4 processors): its optimum moves five nodes
+    # from two units to the GPU at once, which the local search's moves and kicks miss
+    rng = np.random.default_rng([0, 96])
+    n, procs = int(rng.integers(10, 41)), int(rng.integers(2, 5))
+    d = random_costgraph_doc(
+        n,
+        procs,
+        96,
+        memory_pressure=bool(rng.random() < 0.2),
+        colocation=bool(rng.random() < 0.1),
+    )
+    return costgraph_from_dict(d)
+
+
+def test_small_graphs_end_with_the_exact_search():
+    from edgepart.placement import heuristic
+
+    g = _multi_node_move_graph()
+    assert g.num_nodes <= heuristic.EXACT_TAIL_MAX_NODES
+    opt = solve_exact(g, "latency", time_limit=120)
+    assert opt.optimal
+    h = solve_heuristic(g, "latency")
+    assert h.stats["exact_nodes"] <= heuristic.EXACT_TAIL_SEARCH_NODES + 1
+    assert h.evaluation.latency_s == pytest.approx(opt.evaluation.latency_s, rel=1e-12)
+    # proven within its node limit: the bound is the optimum
+    assert h.bound == pytest.approx(opt.evaluation.latency_s, rel=1e-9)
+    check_evaluation(g, h.evaluation)
+
+
+def test_budget_grows_with_units_up_to_twice():
+    from edgepart.placement.heuristic import evaluation_budget
+
+    def budget(units: int) -> int:
+        d = random_costgraph_doc(300, 2, 5)
+        d["processors"][1]["units"] = units - 1
+        return evaluation_budget(costgraph_from_dict(d))
+
+    b2, b4, b9, b16, b32 = (budget(u) for u in (2, 4, 9, 16, 32))
+    assert b2 == b4 and b9 == pytest.approx(1.5 * b4, rel=1e-3)
+    assert b16 == pytest.approx(2 * b4, rel=1e-3) and b32 == b16
