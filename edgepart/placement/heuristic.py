@@ -4,8 +4,10 @@
 2. Starts: the Band-unit chain DP, an earliest-finish-time greedy, every processor alone with
    fallbacks, any caller-supplied starts (the TFLite baselines), each also *packed* over a
    memory-limited processor's units (and *balanced* for throughput), and stage plans from
-   :mod:`~edgepart.placement.stages`. Each is repaired for unit memory and scored.
-3. From the best two or three distinct starts (multi-start): local search
+   :mod:`~edgepart.placement.stages`. Each is repaired for unit memory (colocation groups
+   move whole) and scored.
+3. From the best two or three distinct starts (multi-start; when memory binds, the last of them
+   is the best start on a processor without a memory limit, grown from there): local search
    (:mod:`~edgepart.placement.localsearch`), then exact window re-solves
    (:mod:`~edgepart.placement.lns`) alternating with local search while they improve.
 4. On graphs of a few dozen nodes, the exact branch and bound from the best plan, for a bounded
@@ -30,7 +32,7 @@ import numpy as np
 
 from edgepart.errors import PlacementInfeasibleError
 from edgepart.placement._fastscore import Scorer
-from edgepart.placement.constraints import admissible
+from edgepart.placement.constraints import admissible, group_members
 from edgepart.placement.costgraph import CostGraph
 from edgepart.placement.evaluate import Evaluation, evaluate, objective_key
 from edgepart.placement.exact import solve_exact
@@ -96,7 +98,9 @@ def evaluation_budget(g: CostGraph, effort: float = 1.0) -> int:
 
 def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarray:
     """Move nodes off over-full units, heaviest weights first, to the admissible unit with room
-    where they are fastest. Returns the input unchanged when every unit fits."""
+    where they are fastest. A node of a colocation group moves with its whole group (the
+    group's weights and largest activation must fit there, and every member must be admissible
+    on it). Returns the input unchanged when every unit fits."""
     cap = g.proc_memory[g.unit_proc]
     if not np.isfinite(cap).any():
         return units
@@ -104,25 +108,32 @@ def repair_memory(g: CostGraph, adm: np.ndarray, units: np.ndarray) -> np.ndarra
     w = np.bincount(units, weights=g.weight_bytes, minlength=g.num_units)
     arena = np.zeros(g.num_units, dtype=np.int64)
     np.maximum.at(arena, units, g.activation_bytes)
+    members = group_members(g) if len(g.coloc_names) else []
     for u in np.flatnonzero(w + arena > cap).tolist():
         on = np.flatnonzero(units == u)
         for v in on[np.argsort(-g.weight_bytes[on], kind="stable")].tolist():
             if w[u] + arena[u] <= cap[u]:
                 break
+            if units[v] != u:
+                continue  # moved with its group
+            mv = members[int(g.coloc[v])] if g.coloc[v] >= 0 else np.asarray([v])
+            mv = mv[units[mv] == u]
+            wv = float(g.weight_bytes[mv].sum())
+            av = int(g.activation_bytes[mv].max())
             cands = [
                 x
                 for x in range(g.num_units)
                 if x != u
-                and adm[v, g.unit_proc[x]]
-                and w[x] + g.weight_bytes[v] + max(arena[x], g.activation_bytes[v]) <= cap[x]
+                and adm[mv, g.unit_proc[x]].all()
+                and w[x] + wv + max(arena[x], av) <= cap[x]
             ]
-            if not cands or g.coloc[v] >= 0:
+            if not cands:
                 continue
-            x = min(cands, key=lambda y: (g.latency[v, g.unit_proc[y]], y))
-            units[v] = x
-            w[u] -= g.weight_bytes[v]
-            w[x] += g.weight_bytes[v]
-            arena[x] = max(arena[x], g.activation_bytes[v])
+            x = min(cands, key=lambda y: (float(g.latency[mv, g.unit_proc[y]].sum()), y))
+            units[mv] = x
+            w[u] -= wv
+            w[x] += wv
+            arena[x] = max(arena[x], av)
         rest = units == u
         arena[u] = g.activation_bytes[rest].max() if rest.any() else 0
     return units
@@ -246,8 +257,11 @@ def solve_heuristic(
                 packed.append((f"{name}+{'balanced' if bal else 'packed'}", pk))
     starts += packed
     starts += _stage_starts(g, objective)
+    binds = False  # memory repair had to move nodes: some unit's memory binds
     for name, units in starts:
-        units = repair_memory(g, adm, units)
+        fixed = repair_memory(g, adm, units)
+        binds = binds or not np.array_equal(fixed, units)
+        units = fixed
         k = sc.score(units, spread=False)
         k2 = (k[0], k[2]) if objective == "throughput" else (k[0], k[1])
         scored.append((k2, len(scored), name, units))
@@ -267,6 +281,21 @@ def solve_heuristic(
             seen.add(kb)
             tries.append(s_)
     tries = tries[: 3 if g.num_nodes <= _SMALL else 2 if g.num_nodes <= HUGE else 1]
+    if binds and len(tries) > 1:
+        # Memory binds: repaired and packed starts fill the units and leave the search little
+        # room to move; the last try grows instead from a processor whose memory is not limited
+        # (its nodes move onto the limited units move by move, each move feasible).
+        free = {f"single:{g.proc_names[p]}" for p in range(g.num_procs)}
+        free -= {f"single:{g.proc_names[p]}" for p in np.flatnonzero(np.isfinite(g.proc_memory))}
+        grow = [
+            s_
+            for s_ in scored
+            if s_[2] in free
+            and math.isfinite(s_[0][0])
+            and all(s_[3].tobytes() != t[3].tobytes() for t in tries)
+        ]
+        if grow:
+            tries[-1] = grow[0]
     # the best bound that costs no LP: critical path (latency) or total work (throughput); a
     # start that meets it is optimal, and so is a searched plan: nothing left to search for
     lb = lower_bound(g, objective, lp=False).value

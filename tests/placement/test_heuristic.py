@@ -186,3 +186,27 @@ def test_budget_grows_with_units_up_to_twice():
     b2, b4, b9, b16, b32 = (budget(u) for u in (2, 4, 9, 16, 32))
     assert b2 == b4 and b9 == pytest.approx(1.5 * b4, rel=1e-3)
     assert b16 == pytest.approx(2 * b4, rel=1e-3) and b32 == b16
+
+
+def test_memory_repair_moves_colocation_groups_whole():
+    # a training graph (each backward node colocated with its forward node) whose accelerator
+    # memory binds: every node on the first accelerator must be repaired group by group, or
+    # no start that uses the accelerators is feasible
+    from edgepart.placement.constraints import admissible
+    from edgepart.placement.evaluate import evaluate
+    from edgepart.placement.heuristic import repair_memory
+    from edgepart.placement.starts import pack_units
+    from edgepart.placement.synth_nets import network_costgraph_doc
+
+    g = costgraph_from_dict(
+        network_costgraph_doc("transformer", 300, 8, 1020, platform="accel", training=True)
+    )
+    assert len(g.coloc_names) > 0
+    adm = admissible(g)
+    accel = g.proc_names.index("accel")
+    start = np.where(adm[:, accel], int(g.proc_first_unit[accel]), int(g.proc_first_unit[0]))
+    for units in (start, pack_units(g, start)):
+        fixed = repair_memory(g, adm, units)
+        ev = evaluate(g, fixed)
+        assert ev.feasible, ev.violations[:1]
+        assert (fixed != int(g.proc_first_unit[0])).any()  # the accelerators are still used

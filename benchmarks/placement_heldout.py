@@ -1,0 +1,147 @@
+"""Placement on held-out graphs: the generated families of ``placement_scale.py`` with fresh seeds.
+
+``placement_scale.py``'s generated instances are the ones the search was developed against; this
+draws the same families (transformer, residual CNN, encoder-decoder, inception-style; phone, k
+accelerators, CPU/GPU/NPU groups; training graphs with a colocated backward node per forward
+node; one-partition-per-unit and copying processors) with seeds from 1000 on, at about 300, 700
+and 1,500 nodes, and compares for each objective:
+
+* **default**: :func:`~edgepart.placement.solve.partition_costgraph` with default settings;
+* **long**: the heuristic at 6x the budget with another seed, the default's plan among its starts;
+* **growth**: local search from every node on the first processor (the CPU, whose memory does
+  not bind) with 3x the budget: the accelerators fill move by move, each move feasible. It
+  shares no start with the others, so it shows where the starts lead the search astray (memory
+  that binds tightly: packed starts leave no room to move).
+
+Printed: per instance the default's gap to the best of the three, and per objective the median
+and worst gap. Predicted times are the evaluation function's (synthetic costs), not measurements.
+
+Usage::
+
+    python benchmarks/placement_heldout.py [--sizes 300 700 1500] [--json out.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from edgepart.placement.constraints import admissible
+from edgepart.placement.costgraph import costgraph_from_dict
+from edgepart.placement.evaluate import objective_key
+from edgepart.placement.heuristic import evaluation_budget, solve_heuristic
+from edgepart.placement.localsearch import local_search
+from edgepart.placement.solve import SolveOptions, partition_costgraph
+from edgepart.placement.starts import band_units
+from edgepart.placement.synth_nets import network_costgraph_doc
+
+FAMILIES = ("transformer", "resnet", "encdec", "branchy")
+PLATFORMS = ("accel", "phone", "hetero")
+UNITS = (3, 6, 8, 12, 16)
+
+
+def specs(sizes: list[int]) -> list[dict[str, object]]:
+    out = []
+    i = 0
+    for size in sizes:
+        for j in range(8):
+            plat = PLATFORMS[(i + j) % 3]
+            k = UNITS[(i * 2 + j) % 5]
+            if plat == "phone":
+                k = max(4, min(k, 6))
+            out.append(
+                {
+                    "family": FAMILIES[j % 4],
+                    "nodes": size,
+                    "units": k,
+                    "seed": 1000 + i,
+                    "platform": plat,
+                    "training": j % 3 == 1,
+                    "copies": i % 5 == 2,
+                    "single": i % 4 == 3,
+                }
+            )
+            i += 1
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[300, 700, 1500])
+    ap.add_argument("--json", help="append one JSON row per instance and objective here")
+    args = ap.parse_args(argv)
+    rows = []
+    for s in specs(args.sizes):
+        doc = network_costgraph_doc(
+            str(s["family"]),
+            int(str(s["nodes"])),
+            int(str(s["units"])),
+            int(str(s["seed"])),
+            platform=str(s["platform"]),
+            training=bool(s["training"]),
+            transfers_on_unit=bool(s["copies"]),
+            single_partition=bool(s["single"]),
+        )
+        if s["single"]:
+            for p in doc["processors"]:
+                p["single_partition"] = True
+        g = costgraph_from_dict(doc)
+        adm = admissible(g)
+        band_of, _ = band_units(g, adm)
+        for obj in ("latency", "throughput"):
+            t0 = time.perf_counter()
+            sol = partition_costgraph(g, "heuristic", SolveOptions(objective=obj))
+            secs = time.perf_counter() - t0
+            d = objective_key(sol.evaluation, obj)[0]
+            long = solve_heuristic(g, obj, seed=1, effort=6, extra_starts=[("default", sol.units)])
+            lv = objective_key(long.evaluation, obj)[0]
+            first = np.full(g.num_nodes, int(g.proc_first_unit[0]), dtype=np.int64)
+            if adm[:, 0].all():
+                _, gev, _ = local_search(
+                    g, adm, band_of, first, obj, max_evals=3 * evaluation_budget(g), seed=2
+                )
+                gv = objective_key(gev, obj)[0]
+            else:
+                gv = float("inf")
+            best = min(d, lv, gv)
+            row = {
+                "name": doc["name"],
+                "nodes": g.num_nodes,
+                "units": g.num_units,
+                "objective": obj,
+                "default": d,
+                "long": lv,
+                "growth": gv,
+                "gap": d / best - 1.0,
+                "best_by": min((("default", d), ("long", lv), ("growth", gv)), key=lambda x: x[1])[
+                    0
+                ],
+                "default_s": secs,
+            }
+            rows.append(row)
+            print(
+                f"{row['name']:<42} {obj:<10} gap {100 * row['gap']:8.2f} % "
+                f"(best: {row['best_by']}) default {secs:5.2f} s",
+                flush=True,
+            )
+            if args.json:
+                with open(args.json, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(row, sort_keys=True) + "\n")
+    for obj in ("latency", "throughput"):
+        gaps = [r["gap"] for r in rows if r["objective"] == obj]
+        worst = max((r for r in rows if r["objective"] == obj), key=lambda r: r["gap"])
+        print(
+            f"{obj}: {len(gaps)} instances, default vs best of default/long/growth: median "
+            f"{100 * statistics.median(gaps):.2f} %, worst {100 * max(gaps):.2f} % "
+            f"({worst['name']}, best by {worst['best_by']})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
