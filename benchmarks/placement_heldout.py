@@ -28,24 +28,25 @@ import json
 import statistics
 import sys
 import time
+from typing import Any
 
 import numpy as np
+from placement_scale import synthetic_cases
 
 from edgepart.placement.constraints import admissible
-from edgepart.placement.costgraph import costgraph_from_dict
 from edgepart.placement.evaluate import objective_key
 from edgepart.placement.heuristic import evaluation_budget, solve_heuristic
 from edgepart.placement.localsearch import local_search
 from edgepart.placement.solve import SolveOptions, partition_costgraph
 from edgepart.placement.starts import band_units
-from edgepart.placement.synth_nets import network_costgraph_doc
 
 FAMILIES = ("transformer", "resnet", "encdec", "branchy")
 PLATFORMS = ("accel", "phone", "hetero")
 UNITS = (3, 6, 8, 12, 16)
 
 
-def specs(sizes: list[int]) -> list[dict[str, object]]:
+def specs(sizes: list[int]) -> list[dict[str, Any]]:
+    """placement_scale's instance specs (its ``synthetic_cases`` builds them), other seeds."""
     out = []
     i = 0
     for size in sizes:
@@ -75,22 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[300, 700, 1500])
     ap.add_argument("--json", help="append one JSON row per instance and objective here")
     args = ap.parse_args(argv)
-    rows = []
-    for s in specs(args.sizes):
-        doc = network_costgraph_doc(
-            str(s["family"]),
-            int(str(s["nodes"])),
-            int(str(s["units"])),
-            int(str(s["seed"])),
-            platform=str(s["platform"]),
-            training=bool(s["training"]),
-            transfers_on_unit=bool(s["copies"]),
-            single_partition=bool(s["single"]),
-        )
-        if s["single"]:
-            for p in doc["processors"]:
-                p["single_partition"] = True
-        g = costgraph_from_dict(doc)
+    rows: list[dict[str, Any]] = []
+    for name, g, _ in synthetic_cases(specs(args.sizes)):
         adm = admissible(g)
         band_of, _ = band_units(g, adm)
         for obj in ("latency", "throughput"):
@@ -109,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 gv = float("inf")
             best = min(d, lv, gv)
-            row = {
-                "name": doc["name"],
+            row: dict[str, Any] = {
+                "name": name,
                 "nodes": g.num_nodes,
                 "units": g.num_units,
                 "objective": obj,
