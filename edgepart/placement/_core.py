@@ -55,7 +55,8 @@ class Compiled:
         self.inc_t: list[int] = tc.row_ids().tolist()
         self.inc_v: list[int] = tc.idx.tolist()
         self.tsrc: list[int] = g.tensor_src.tolist()
-        self.tcost: list[list[float]] = g.transfer_cost.reshape(len(g.tensor_src), -1).tolist()
+        nd = len(g.domain_names)
+        self.tcost: list[list[float]] = g.transfer_cost.reshape(len(g.tensor_src), nd * nd).tolist()
         src = g.tensor_src[tc.row_ids()]
         self.inc_prod: list[tuple[int, int, int]] = [
             (t, s, v)

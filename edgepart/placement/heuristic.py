@@ -8,8 +8,10 @@
    move whole) and scored.
 3. From the best two or three distinct starts (multi-start; when memory binds, the last of them
    is the best start on a processor without a memory limit, grown from there): local search
-   (:mod:`~edgepart.placement.localsearch`), then exact window re-solves
-   (:mod:`~edgepart.placement.lns`) alternating with local search while they improve.
+   (:mod:`~edgepart.placement.localsearch`), each for an equal share of 70 % of the budget.
+   The best result continues with the rest: local search while it is still descending, exact
+   window re-solves (:mod:`~edgepart.placement.lns`) alternating with local search once it has
+   converged, while they improve.
 4. On graphs of a few dozen nodes, the exact branch and bound from the best plan, for a bounded
    number of its search nodes.
 5. A lower bound that costs no LP (critical path or total work) comes with the result; a start
@@ -203,6 +205,85 @@ def _stage_starts(g: CostGraph, objective: str) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+# Percentage of the search budget the tries descend with, each an equal part; the best of them
+# continues with the rest.
+TRY_SHARE_PERCENT = 70
+
+
+def _descend(
+    g: CostGraph,
+    adm: np.ndarray,
+    band_of: np.ndarray,
+    objective: str,
+    tries: list[tuple[tuple[float, float], int, str, np.ndarray]],
+    budget: int,
+    lb: float,
+    sc: Scorer,
+    nbh: Neighbourhood,
+    seed: int,
+    deadline: float | None,
+    stats: dict[str, int],
+) -> HeuristicResult:
+    """Local search from every try for an equal share of :data:`TRY_SHARE_PERCENT` of what is
+    left of the budget; then the best result continues with the rest: local search while it is
+    still descending (it ran out of evaluations before reaching a local optimum), exact window
+    re-solves (:mod:`~edgepart.placement.lns`) once it has (it stalled, or kicked), alternating
+    while the windows improve. Stops early at ``lb``."""
+
+    def run(units: np.ndarray, evals: int, i: int) -> tuple[np.ndarray, Evaluation, bool]:
+        res_units, res_ev, st = local_search(
+            g,
+            adm,
+            band_of,
+            units,
+            objective,
+            max_evals=max(1, evals),
+            seed=seed + i,
+            scorer=sc,
+            nbh=nbh,
+            deadline=deadline,
+        )
+        stats["improvements"] += st.improvements
+        stats["kicks"] += st.kicks
+        return res_units, res_ev, st.kicks > 0 or st.evaluations < evals
+
+    def optimal(ev: Evaluation) -> bool:
+        return objective_key(ev, objective)[0] <= lb * (1 + 1e-9)
+
+    share = TRY_SHARE_PERCENT * (budget - sc.evaluations) // (100 * len(tries))
+    results = []
+    for i, (_, _, name, units) in enumerate(tries):
+        res_units, res_ev, converged = run(units, share, i)
+        results.append((objective_key(res_ev, objective), i, name, res_units, res_ev, converged))
+        if optimal(res_ev):
+            break  # the other starts cannot do better
+    _, i, name, units, ev, converged = min(results, key=lambda r: (r[0], r[1]))
+    atoms = Atoms(g, nbh) if g.num_nodes <= HUGE else None
+    for _ in range(20):
+        left = budget - sc.evaluations
+        if left <= 0 or _late(deadline) or optimal(ev):
+            break
+        if converged:
+            if atoms is None:
+                break
+            units, _, imp = window_search(
+                g,
+                sc,
+                nbh,
+                atoms,
+                units,
+                max_evals=left,
+                throughput=objective == "throughput",
+                deadline=deadline,
+            )
+            stats["windows"] = stats.get("windows", 0) + imp
+            if imp == 0:
+                break
+            ev = evaluate(g, units)
+        units, ev, converged = run(units, budget - sc.evaluations, i)
+    return HeuristicResult(units, ev, name)
+
+
 def solve_heuristic(
     g: CostGraph,
     objective: str = "latency",
@@ -304,67 +385,7 @@ def solve_heuristic(
         _, _, name, units = tries[0]
         return HeuristicResult(units, evaluate(g, units), name, stats, lb)
     nbh = Neighbourhood(g, adm, band_of)
-    share = max(1, (budget - used) // len(tries))
-    best: HeuristicResult | None = None
-    atoms = Atoms(g, nbh) if g.num_nodes <= HUGE else None
-    for i, (_, _, name, units) in enumerate(tries):
-        e_start = sc.evaluations
-
-        def left(e_start: int = e_start) -> int:
-            return share - (sc.evaluations - e_start)
-
-        res_units, res_ev, st = local_search(
-            g,
-            adm,
-            band_of,
-            units,
-            objective,
-            max_evals=(7 * left()) // 10,
-            seed=seed + i,
-            scorer=sc,
-            nbh=nbh,
-            deadline=deadline,
-        )
-        stats["improvements"] += st.improvements
-        stats["kicks"] += st.kicks
-        rounds = 0
-        # alternate exact window re-solves and local search while the windows find something
-        while left() > 0 and rounds < 20 and not _late(deadline) and g.num_nodes <= HUGE:
-            rounds += 1
-            assert atoms is not None
-            w_units, _, imp = window_search(
-                g,
-                sc,
-                nbh,
-                atoms,
-                res_units,
-                max_evals=left(),
-                throughput=objective == "throughput",
-                deadline=deadline,
-            )
-            stats["windows"] = stats.get("windows", 0) + imp
-            if imp == 0:
-                break
-            res_units, res_ev, st = local_search(
-                g,
-                adm,
-                band_of,
-                w_units,
-                objective,
-                max_evals=max(1, left()),
-                seed=seed + i,
-                scorer=sc,
-                nbh=nbh,
-                deadline=deadline,
-            )
-            stats["improvements"] += st.improvements
-            stats["kicks"] += st.kicks
-        rkey = objective_key(res_ev, objective)
-        if best is None or rkey < objective_key(best.evaluation, objective):
-            best = HeuristicResult(res_units, res_ev, name)
-        if rkey[0] <= lb * (1 + 1e-9):
-            break  # optimal: the other starts cannot do better
-    assert best is not None
+    best = _descend(g, adm, band_of, objective, tries, budget, lb, sc, nbh, seed, deadline, stats)
     stats["evaluations"] = sc.evaluations
     if g.num_nodes <= EXACT_TAIL_MAX_NODES and not _late(deadline):
         best, lb = _exact_tail(g, objective, best, lb, deadline, stats)

@@ -7,8 +7,10 @@ partitions (with their prefixes and suffixes: shifting a partition boundary), ma
 and groups of layers of a network), windows of 2-8 consecutive nodes (small graphs) and single
 nodes; each is closed under colocation. Targets are the units already in use plus one fresh
 unit of each multi-unit processor. On small graphs a second neighbourhood moves two adjacent
-atoms (chains or single nodes) at once, each to its own unit. Every candidate is scored by the
-evaluation kernel (the C one when built, :mod:`~edgepart.placement._fastscore`) and accepted
+atoms (chains or single nodes) at once, each to its own unit. Where memory binds, a move that
+only the target unit's arena blocks also comes as an *ejection*: the block moves in and the
+unit's activation-heavy nodes move out, at once (:func:`ejections`). Every candidate is scored
+by the evaluation kernel (the C one when built, :mod:`~edgepart.placement._fastscore`) and accepted
 only if it improves the key, so convexity, support, memory, colocation and the model options
 hold throughout (partitions are always re-derived from the placement, and infeasible placements
 score ``inf``).
@@ -27,9 +29,12 @@ a link is the bottleneck) are tried, with all partition-level moves; single node
 chains and boundary shifts only where units meet and only towards units their neighbours use.
 Each chunk of moves is scored in one kernel call (incrementally, from the first epoch a move can
 change) and the improving ones are applied in order of gain, each kept only if the placement
-still improves, so one scan makes many independent improvements. On small graphs moves are
-scanned circularly, continuing after the last accepted one (first improvement), and the move
-list is rebuilt after a few improvements. Beyond :data:`HUGE` nodes single nodes and short
+still improves, so one scan makes many independent improvements; for latency, a move to a
+fresh unit that an earlier move of the scan has filled goes to the next empty unit of the same
+processor instead, so one scan can open several units (growth from one processor would fill
+them one scan each otherwise). On small graphs moves are scanned circularly, continuing after
+the last accepted one (first improvement), and the move list is rebuilt after a few
+improvements. Beyond :data:`HUGE` nodes single nodes and short
 segments leave the static neighbourhood. When nothing improves, the search restarts from the
 best placement after a seeded random kick (one to three random block moves). It stops after a
 budget of evaluations, after ``patience`` kicks in a row that found nothing better, at a
@@ -523,10 +528,106 @@ def _build(
     gl = None if mv.small else g
     p1, n1, u1 = moves(popts, tg, cur, gl)
     p2, n2, u2 = moves(stat, tg, cur, gl)
+    ptr = np.concatenate([p1, p2[1:] + p1[-1]])
+    nodes = np.concatenate([n1, n2])
+    units = np.concatenate([u1, u2])
+    p3, n3, u3 = ejections(g, mv, cur, ptr, nodes, units)
     return (
-        np.concatenate([p1, p2[1:] + p1[-1]]),
-        np.concatenate([n1, n2]),
-        np.concatenate([u1, u2]),
+        np.concatenate([ptr, p3[1:] + ptr[-1]]),
+        np.concatenate([nodes, n3]),
+        np.concatenate([units, u3]),
+    )
+
+
+EJECTIONS_PER_BUILD = 512
+
+
+def _span(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions of ``rows``' entries in a CSR array with row pointers ``ptr``."""
+    return _gather(np.arange(int(ptr[-1]), dtype=np.int64), ptr[rows], ptr[rows + 1] - ptr[rows])
+
+
+def ejections(
+    g: CostGraph,
+    mv: Neighbourhood,
+    cur: np.ndarray,
+    ptr: np.ndarray,
+    nodes: np.ndarray,
+    units: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Compound moves for the moves ``(ptr, nodes, units)`` that only the target's arena blocks.
+
+    A unit's memory holds its weights plus its largest activation. When a block's weights would
+    fit on a full unit but the unit's largest activations leave no room, moving the block alone
+    is infeasible, and so is any first step towards it: moving the activation-heavy nodes off
+    first makes the plan slower without freeing anything until the last of them has gone. The
+    compound move does both at once: the block goes to the unit, and the unit's nodes whose
+    activation exceeds the room left (with their colocation groups) go, in one variant each, to
+    at most two of: the unit the block came from (a swap), the unit most of their neighbours
+    use when they fit there as it stands, and the first unit of the first processor without a
+    memory limit (processors that do not admit them are skipped). At most
+    :data:`EJECTIONS_PER_BUILD` blocked moves per call, in move order; the evaluation judges
+    the results like any other move (returned as CSR moves in the same format).
+    """
+    z = np.zeros(0, dtype=np.int64)
+    empty = (np.zeros(1, dtype=np.int64), z, z)
+    cap = g.proc_memory[g.unit_proc]
+    m = len(ptr) - 1
+    if m == 0 or not np.isfinite(cap).any():
+        return empty
+    nu = g.num_units
+    wts, act = g.weight_bytes, g.activation_bytes
+    w = np.bincount(cur, weights=wts, minlength=nu)
+    arena = np.zeros(nu, dtype=np.int64)
+    np.maximum.at(arena, cur, act)
+    tgt = units[ptr[:-1]]
+    moved = cur[nodes] != units
+    new_w = w[tgt] + np.add.reduceat(np.where(moved, wts[nodes], 0), ptr[:-1])
+    a_b = np.maximum.reduceat(np.where(moved, act[nodes], 0), ptr[:-1])
+    c = cap[tgt]
+    blocked = (new_w + np.maximum(arena[tgt], a_b) > c) & (new_w + a_b <= c) & (arena[tgt] > a_b)
+    cand = np.flatnonzero(blocked)[:EJECTIONS_PER_BUILD]
+    if not len(cand):
+        return empty
+    order = np.argsort(-act, kind="stable")
+    on_unit: dict[int, np.ndarray] = {}  # a unit's nodes, largest activation first
+    free_units = [
+        int(g.proc_first_unit[p]) for p in range(g.num_procs) if not np.isfinite(g.proc_memory[p])
+    ]
+    out_ptr, out_nodes, out_units = [0], [], []
+    for i in cand.tolist():
+        u = int(tgt[i])
+        blk = nodes[ptr[i] : ptr[i + 1]]
+        room = float(c[i] - new_w[i])
+        if u not in on_unit:
+            on_unit[u] = order[cur[order] == u]
+        mine = on_unit[u]
+        k = int(np.searchsorted(-act[mine], -room, side="left"))
+        ej = mv.close(mine[:k]) if k else mine[:0]
+        ej = ej[~np.isin(ej, blk)]
+        if not len(ej):
+            continue
+        src = np.unique(cur[blk[moved[ptr[i] : ptr[i + 1]]]])
+        dests = [int(src[0])] if len(src) == 1 else []
+        # the unit most of the ejected nodes' neighbours use, if they fit there as it is
+        nb = np.concatenate([g.succ.idx[_span(g.succ.ptr, ej)], g.pred.idx[_span(g.pred.ptr, ej)]])
+        nbu = cur[nb]
+        nbu = nbu[(nbu != u) & ~np.isin(nb, blk)]
+        if len(nbu):
+            d = int(np.bincount(nbu, minlength=nu).argmax())
+            if act[ej].max() <= arena[d] and w[d] + wts[ej].sum() + arena[d] <= cap[d]:
+                dests.append(d)
+        ok = [d for d in dict.fromkeys(dests + free_units[:1]) if mv.adm[ej, g.unit_proc[d]].all()]
+        for dest in ok[:2]:
+            out_nodes += [blk, ej]
+            out_units += [units[ptr[i] : ptr[i + 1]], np.full(len(ej), dest, dtype=np.int64)]
+            out_ptr.append(out_ptr[-1] + len(blk) + len(ej))
+    if len(out_ptr) == 1:
+        return empty
+    return (
+        np.asarray(out_ptr, dtype=np.int64),
+        np.concatenate(out_nodes).astype(np.int64),
+        np.concatenate(out_units).astype(np.int64),
     )
 
 
@@ -589,6 +690,15 @@ def local_search(
         if not small:
             gained = False
             i = 0
+            # units empty at the start of the scan: moves to them stand for "a fresh unit"
+            # (latency only: measured, opening several units in one scan spreads the period's
+            # load too early and ends in worse local optima, e.g. the ResNet50 operator graph
+            # of placement_scale.py 44 % slower)
+            fresh = np.zeros(g.num_units, dtype=bool)
+            if not throughput:
+                fresh[:] = True
+                fresh[cur] = False
+
             while i < m:
                 left = max_evals - spent()
                 if left <= 0:
@@ -612,7 +722,7 @@ def local_search(
                     if touched[nd].any():
                         continue
                     trial = cur.copy()
-                    trial[nd] = units[ptr[x] : ptr[x + 1]]
+                    trial[nd] = _refresh(g, cur, nd, units[ptr[x] : ptr[x + 1]], fresh)
                     tk = sc.score(trial)
                     if better(tk, key):
                         cur, key = trial, tk
@@ -689,6 +799,35 @@ def local_search(
             stale = 0
     stats.evaluations = spent()
     return best, evaluate(g, best), stats
+
+
+def _refresh(
+    g: CostGraph, cur: np.ndarray, nodes: np.ndarray, to: np.ndarray, fresh: np.ndarray
+) -> np.ndarray:
+    """``to`` with every target that was a fresh unit when the moves were built, and has since
+    been filled by another move, replaced by a unit of the same processor that is still empty
+    (units of a processor are identical): one scan can then open several units, not one."""
+    if not fresh[to].any():
+        return to
+    rest = np.ones(g.num_nodes, dtype=bool)
+    rest[nodes] = False
+    used = np.zeros(g.num_units, dtype=bool)
+    used[cur[rest]] = True
+    stale = np.unique(to[fresh[to] & used[to]])
+    if not len(stale):
+        return to
+    out = to.copy()
+    taken = used.copy()
+    taken[to] = True
+    for t in stale.tolist():
+        p = int(g.unit_proc[t])
+        f = int(g.proc_first_unit[p])
+        empty = np.flatnonzero(~taken[f : f + int(g.proc_units[p])])
+        if len(empty):
+            out[to == t] = f + int(empty[0])
+            taken[f + int(empty[0])] = True
+    result: np.ndarray = out
+    return result
 
 
 def _kick(

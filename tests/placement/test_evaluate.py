@@ -188,3 +188,10 @@ def test_score_is_the_evaluation_key(seed):
             assert score(g, units, obj) == objective_key(ev, obj)
         if ev.feasible:
             check_evaluation(g, ev)
+
+
+def test_a_graph_without_edges_evaluates():
+    # independent nodes and no tensors at all (the transfer table has no rows)
+    g = graph([{"cpu": 1.0, "gpu": 2.0}, {"cpu": 3.0, "gpu": 0.5}], [])
+    ev = evaluate(g, np.asarray([0, 1]))
+    assert ev.feasible and ev.latency_s == pytest.approx(1.0)

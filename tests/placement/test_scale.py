@@ -339,3 +339,106 @@ def test_heuristic_stops_when_a_start_meets_its_bound():
     assert h.evaluation.latency_s <= h.bound * (1 + 1e-9)
     assert h.stats["evaluations"] < h.stats["budget"] // 100
     assert h.stats["improvements"] == 0
+
+
+def _arena_swap_graph() -> CostGraph:
+    # two independent nodes; the accelerator holds one of them: node 0 (no weights, a 60-byte
+    # activation) or node 1 (50 bytes of weights, a 10-byte activation), not both (70 bytes)
+    procs = [
+        {"name": "cpu", "kind": "cpu", "memory_domain": "dram"},
+        {"name": "acc", "kind": "npu", "memory_domain": "dram", "memory_bytes": 70},
+    ]
+    nodes = [
+        {"id": 0, "latency_s": {"cpu": 1.0, "acc": 0.9}, "output_bytes": 60},
+        {"id": 1, "latency_s": {"cpu": 10.0, "acc": 1.0}, "weight_bytes": 50, "output_bytes": 10},
+    ]
+    doc = {
+        "format": "edgepart-costgraph",
+        "version": 1,
+        "processors": procs,
+        "links": [],
+        "nodes": nodes,
+        "edges": [],
+    }
+    return costgraph_from_dict(doc)
+
+
+def test_an_ejection_swaps_a_block_onto_a_unit_its_arena_fills():
+    from edgepart.placement import localsearch
+    from edgepart.placement.starts import band_units
+
+    g = _arena_swap_graph()
+    cpu, acc = int(g.proc_first_unit[0]), int(g.proc_first_unit[1])
+    cur = np.asarray([acc, cpu])  # 10 s: node 1 waits on the slow CPU
+    # node 1 alone onto the accelerator: 50 + 60 bytes, infeasible; node 0 alone off it: slower
+    assert not evaluate(g, np.asarray([acc, acc])).feasible
+    assert evaluate(g, np.asarray([cpu, cpu])).latency_s > evaluate(g, cur).latency_s
+    adm = admissible(g)
+    band_of, _ = band_units(g, adm)
+    nbh = localsearch.Neighbourhood(g, adm, band_of)
+    ptr, nodes, units = localsearch.ejections(
+        g, nbh, cur, np.asarray([0, 1]), np.asarray([1]), np.asarray([acc])
+    )
+    moves = {
+        tuple(zip(nodes[a:b].tolist(), units[a:b].tolist(), strict=True))
+        for a, b in itertools.pairwise(ptr.tolist())
+    }
+    assert ((1, acc), (0, cpu)) in moves  # node 1 in, node 0 out, at once
+    # a descent without kicks takes it in one move
+    best, ev, st = localsearch.local_search(
+        g, adm, band_of, cur, "latency", max_evals=200, patience=0
+    )
+    assert best.tolist() == [cpu, acc] and ev.latency_s == pytest.approx(1.0)
+    assert st.kicks == 0
+
+
+def test_without_ejections_the_descent_stays_stuck(monkeypatch):
+    # the same descent with the compound moves switched off cannot leave the 10 s plan (only a
+    # random kick could): the test above shows what they add
+    from edgepart.placement import localsearch
+    from edgepart.placement.starts import band_units
+
+    g = _arena_swap_graph()
+    cpu, acc = int(g.proc_first_unit[0]), int(g.proc_first_unit[1])
+    adm = admissible(g)
+    band_of, _ = band_units(g, adm)
+    z = np.zeros(0, dtype=np.int64)
+    monkeypatch.setattr(localsearch, "ejections", lambda *a: (np.zeros(1, np.int64), z, z))
+    _, ev, _ = localsearch.local_search(
+        g, adm, band_of, np.asarray([acc, cpu]), "latency", max_evals=200, patience=0
+    )
+    assert ev.latency_s == pytest.approx(10.0)
+
+
+def test_moves_to_a_fresh_unit_another_move_filled_open_the_next_one():
+    from edgepart.placement.localsearch import _refresh
+
+    g = costgraph_from_dict(
+        network_costgraph_doc("transformer", 300, 4, 7, platform="accel", training=False)
+    )
+    accel = g.proc_names.index("accel")
+    first, k = int(g.proc_first_unit[accel]), int(g.proc_units[accel])
+    assert k >= 3
+    cur = np.full(g.num_nodes, int(g.proc_first_unit[0]), dtype=np.int64)
+    fresh = np.zeros(g.num_units, dtype=bool)
+    fresh[first : first + k] = True  # every accelerator unit was empty when the moves were built
+    cur[:5] = first  # an earlier move of the scan filled the first
+    to = np.full(3, first, dtype=np.int64)
+    assert _refresh(g, cur, np.arange(10, 13), to, fresh).tolist() == [first + 1] * 3
+    # the move that filled it keeps its unit; units that were in use are never relabelled
+    assert _refresh(g, cur, np.arange(0, 5), np.full(5, first), fresh).tolist() == [first] * 5
+    fresh[first] = False
+    assert _refresh(g, cur, np.arange(10, 13), to, fresh).tolist() == [first] * 3
+
+
+def test_memory_bound_training_graph_on_many_accelerators():
+    # placement_heldout.py's hardest instance (14 accelerators that each hold about a
+    # fourteenth of the weights): the default was 27 % above the best plan known (0.2818 s,
+    # found by growth from the CPU at 3x the budget) before ejections, fresh-unit relabelling
+    # and the best try continuing with the budget's rest; now within 10 %
+    g = costgraph_from_dict(
+        network_costgraph_doc("transformer", 1500, 16, 1020, platform="accel", training=True)
+    )
+    h = solve_heuristic(g, "latency")
+    check_evaluation(g, h.evaluation)
+    assert h.evaluation.latency_s <= 1.10 * 0.2818470104360128
