@@ -691,9 +691,9 @@ def local_search(
             gained = False
             i = 0
             # units empty at the start of the scan: moves to them stand for "a fresh unit"
-            # (latency only: measured, opening several units in one scan spreads the period's
-            # load too early and ends in worse local optima, e.g. the ResNet50 operator graph
-            # of placement_scale.py 44 % slower)
+            # (latency only: for throughput, measured with an earlier budget split, opening
+            # several units in one scan ended in worse local optima, e.g. the ResNet50
+            # operator graph of placement_scale.py 44 % slower)
             fresh = np.zeros(g.num_units, dtype=bool)
             if not throughput:
                 fresh[:] = True
