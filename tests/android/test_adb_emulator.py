@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from adb_fixtures import AdbServerHandle, EmulatedDevice, emulated_device
@@ -100,9 +101,12 @@ def test_unauthorized_device_then_user_allows(adb_server: AdbServerHandle, tmp_p
         assert adb_server.state(dev.serial) == "unauthorized"
         res = adb_server.run("-s", dev.serial, "shell", "true")
         assert res.returncode != 0 and "unauthorized" in res.stderr
-        assert dev.emulator._transports and any(
-            t.public_keys for t in dev.emulator._transports
-        )  # the server offered its public key, as to a phone showing the prompt
+        # the server offers its public key, as to a phone showing the prompt, after its
+        # signatures fail: asynchronously, so on a loaded host it may come after the refusal
+        deadline = time.monotonic() + 20
+        while not any(t.public_keys for t in list(dev.emulator._transports)):
+            assert time.monotonic() < deadline, "adb never offered its public key"
+            time.sleep(0.05)
         dev.emulator.authorize()
         dev.wait_state("device")
         assert adb_server.run("-s", dev.serial, "shell", "true").returncode == 0
