@@ -279,7 +279,6 @@ def _descend(
             stats["windows"] = stats.get("windows", 0) + imp
             if imp == 0:
                 break
-            ev = evaluate(g, units)
         units, ev, converged = run(units, budget - sc.evaluations, i)
     return HeuristicResult(units, ev, name)
 
