@@ -542,11 +542,6 @@ def _build(
 EJECTIONS_PER_BUILD = 512
 
 
-def _span(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Positions of ``rows``' entries in a CSR array with row pointers ``ptr``."""
-    return _gather(np.arange(int(ptr[-1]), dtype=np.int64), ptr[rows], ptr[rows + 1] - ptr[rows])
-
-
 def ejections(
     g: CostGraph,
     mv: Neighbourhood,
@@ -610,7 +605,7 @@ def ejections(
         src = np.unique(cur[blk[moved[ptr[i] : ptr[i + 1]]]])
         dests = [int(src[0])] if len(src) == 1 else []
         # the unit most of the ejected nodes' neighbours use, if they fit there as it is
-        nb = np.concatenate([g.succ.idx[_span(g.succ.ptr, ej)], g.pred.idx[_span(g.pred.ptr, ej)]])
+        nb = np.concatenate([g.succ.take(ej).idx, g.pred.take(ej).idx])
         nbu = cur[nb]
         nbu = nbu[(nbu != u) & ~np.isin(nb, blk)]
         if len(nbu):
