@@ -43,8 +43,8 @@ fitted trees do not split on it: real models are far larger than calibration cha
 Control flow: ``IF`` costs its dearer branch, ``WHILE`` its condition and body once per
 iteration (the trip count is read from the loop when it is a constant bound, else one
 iteration is assumed and the kernel is flagged), ``CALL_ONCE`` nothing after the first
-invocation. Recurrent ops (``LSTM`` ...) are a fully connected kernel and an element-wise
-kernel (the gates) per time step.
+invocation. A recurrent op (``LSTM`` ...) is one ``rnn`` kernel per time step (its matrix
+products, gates and state updates; features of the step's fully connected product).
 
 Vectorized: a 100,000-op graph decomposes in about a second (the claim of the ops included).
 """
@@ -153,7 +153,6 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
         "DEQUANTIZE",
         "CAST",
         "LOGICAL_NOT",
-        "COMPLEX_ABS",
         "REAL",
         "IMAG",
         "ZEROS_LIKE",
@@ -172,7 +171,11 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
         "LOG",
         "SIN",
         "COS",
+        "COMPLEX_ABS",
     ),
+    # fast Fourier transforms (the spectrogram front ends of audio models; TFLite's
+    # AudioSpectrogram custom op is a windowed real FFT per frame)
+    "fft": ("RFFT2D", "AudioSpectrogram"),
     "pool": ("MAX_POOL_2D", "AVERAGE_POOL_2D", "L2_POOL_2D"),
     "reduce": (
         "MEAN",
@@ -198,7 +201,7 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
     "gather": ("GATHER", "GATHER_ND", "EMBEDDING_LOOKUP", "TILE", "BROADCAST_TO", "ONE_HOT"),
     "shape": ("SHAPE", "RANK", "FILL", "RANGE", "BROADCAST_ARGS"),
 }
-KERNEL_CLASSES: tuple[str, ...] = (*_CLASS_OPS, "other")
+KERNEL_CLASSES: tuple[str, ...] = (*_CLASS_OPS, "rnn", "other")
 _OP_CLASS = {op: cls for cls, ops in _CLASS_OPS.items() for op in ops}
 
 _RECURRENT = frozenset(
@@ -391,7 +394,7 @@ def decompose(
         if t is None:
             cls = class_of_op(str(nm))
             if nm in _RECURRENT:
-                cls = "fc"
+                cls = "rnn"
             elif nm in _CALLING:
                 cls = "other"
             t = type_cache[key] = f"{_prefix(ow)}.{cls}{('', '_q8', '_hy')[q]}"
@@ -399,42 +402,23 @@ def decompose(
     repeat = np.ones(nk)
     calls: list[tuple[int, Kernels, float]] = []
     notes: list[str] = []
-    rows_extra: list[np.ndarray] = []
-    types_extra: list[str] = []
-    kops_extra: list[tuple[int, ...]] = []
-    rep_extra: list[float] = []
     special = np.flatnonzero(np.isin(hnames, list(_RECURRENT | _CALLING))) if nk else np.zeros(0)
     for k in special.astype(np.int64).tolist():
         h, name = int(khead[k]), str(hnames[k])
         if name in _RECURRENT:
+            # one kernel per time step: its matrix products, gates and state updates (the
+            # "rnn" class, calibrated on whole recurrent ops)
             feats[k] = _recurrent_as_fc(feats[k])
-            rep = float(feats[k, F["steps"]])
-            repeat[k] = rep
-            # the gates: element-wise functions over batch x (gates x cells), per step
-            gate = feats[k].copy()
-            m = gate[F["rows"]] * gate[F["cout"]]
-            gate[F["n_out"]] = gate[F["rows"]] = m
-            gate[F["in_bytes"]] = gate[F["out_bytes"]] = 4.0 * m
-            gate[F["w_bytes"]] = gate[F["macs"]] = 0.0
-            gate[F["opcode"]] = float(opnames.builtin_code("LOGISTIC"))
-            rows_extra.append(gate)
-            types_extra.append(f"{_prefix(owner[h])}.math")
-            kops_extra.append((h,))
-            rep_extra.append(rep)
+            repeat[k] = float(feats[k, F["steps"]])
         else:
             sub, mult, note = _control_flow(model, sg, h, name, executor, ctx_bytes, _stack)
             for kk, mm in sub:
                 calls.append((k, kk, mm * mult))
             if note:
                 notes.append(note)
-    if rows_extra:
-        feats = np.vstack([feats, *rows_extra])
-        types += types_extra
-        kops += kops_extra
-        repeat = np.concatenate([repeat, rep_extra])
     return Kernels(
         types=types,
-        features=feats if nk or rows_extra else np.zeros((0, len(FEATURES))),
+        features=feats if nk else np.zeros((0, len(FEATURES))),
         ops=kops,
         op_kernel=op_kernel,
         repeat=repeat,
@@ -688,6 +672,14 @@ def _base_features(
     )
     # a custom op has no work rule: input pixels x kernel taps x output x input channels
     out[tconv, F["macs"]] = out[tconv, F["rows"]] * out[tconv, F["red"]] * out[tconv, F["cin"]]
+    # an FFT of size n: about n/2 log2(n) butterflies per transform
+    fft = np.flatnonzero(
+        np.array([class_of_op(sigs[i].op) == "fft" for i in rep.tolist()])[
+            np.asarray(inv).reshape(-1)
+        ]
+    )
+    size = np.maximum(out[fft, F["red"]], 2.0)
+    out[fft, F["macs"]] = out[fft, F["rows"]] * size * np.log2(size) / 2
     return out
 
 
@@ -812,6 +804,14 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
             if cls == "concat"
             else float(len(s.outputs))
         )
+    elif cls == "fft" and len(yshape) >= 2:
+        # "red" is the transform size, "rows" the transforms. RFFT2D: a real 2-D transform of
+        # the last two axes, fft_length [fh, fw] giving fh x (fw/2 + 1) outputs. The
+        # AudioSpectrogram custom op: a windowed real FFT per frame, [channels, frames, n/2 + 1]
+        two_d = name == "RFFT2D"
+        size = (yshape[-2] if two_d else 1) * 2 * max(yshape[-1] - 1, 1)
+        g["red"] = float(size)
+        g["rows"] = float(_numel(yshape[:-2] if two_d else yshape[:-1]))
     elif name in _RECURRENT and xshape and w is not None and len(w.shape) == 2:
         # one fully connected step per time step: [batch, inputs + outputs] x [.., 4 * cells]
         time_major = bool(_opt(s, "time_major", False))
@@ -833,8 +833,9 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
 
 
 def _recurrent_as_fc(row: np.ndarray) -> np.ndarray:
-    """A recurrent op as one fully connected kernel per step: work per step, ``steps`` repeats
-    (the kernel's ``repeat``)."""
+    """A recurrent op as one kernel per step, with the features of the step's fully connected
+    product (inputs and outputs by the gates' weights): work per step, ``steps`` repeats (the
+    kernel's ``repeat``)."""
     r = row.copy()
     steps = max(r[F["steps"]], 1.0)
     for col in ("in_bytes", "out_bytes", "macs", "n_out"):

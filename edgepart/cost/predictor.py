@@ -38,6 +38,7 @@ from edgepart.cost.signature import unique_rows
 from edgepart.errors import PredictorError
 from edgepart.fileio import atomic_write_text
 from edgepart.jsondoc import load_file
+from edgepart.schema import opnames
 
 __all__ = [
     "BASIS",
@@ -58,6 +59,8 @@ VERSION = 1
 OBTAINED = ("measured", "calibrated", "estimated")
 BASIS = ("one", "macs_m", "macs16_m", "macs32_m", "in_mb", "out_mb", "w_mb")
 _F = {n: k for k, n in enumerate(FEATURES)}
+_WHILE = opnames.builtin_code("WHILE")
+_IF = opnames.builtin_code("IF")
 
 
 def basis_matrix(features: np.ndarray) -> np.ndarray:
@@ -306,25 +309,32 @@ class ConfigPredictor:
     cv: dict[str, float] = field(default_factory=dict)
     fallback: str | None = None  # another configuration for kernel types missing here
     extra: dict[str, Any] = field(default_factory=dict)
+    # control flow, measured: an IF op (one branch invocation), a WHILE op (its last condition
+    # invocation) and each further loop iteration (a condition and a body invocation); the
+    # called subgraphs' kernels come on top. Empty: control-flow ops cost their kernel model.
+    control_s: dict[str, float] = field(default_factory=dict)
     _owner: Predictor | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
     def model_for(self, ktype: str) -> tuple[KernelModel | None, str]:
         """The kernel model used for ``ktype`` and the type it was found under.
 
-        The type itself, then its plain class (``xnn.conv_q8`` -> ``xnn.conv``), the other CPU
-        executor's class, ``other`` (for ``other`` kernels then ``copy``: a pass over the
-        data); each looked up here first, then in the fallback configuration (the CPU kernels
-        of a delegate's configuration).
+        The type itself, then its plain class (``xnn.conv_q8`` -> ``xnn.conv``), (for ``rnn``)
+        the fully connected class, the other CPU executor's class, ``other``, then ``copy`` (a
+        pass over the data); each looked up here first, then in the fallback configuration
+        (the CPU kernels of a delegate's configuration).
         """
         prefix, _, cls = ktype.partition(".")
         plain = cls.removesuffix("_q8").removesuffix("_hy")
         cands = [ktype, f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}", f"tfl.{plain}",
                  f"xnn.{plain}", f"{prefix}.other", "tfl.other", "xnn.other"]  # fmt: skip
-        if plain == "other":
-            # an op of no known class (custom ops, rare builtins) that no calibration chain
-            # covered: a pass over its data, the least any kernel costs
-            cands += [f"{prefix}.copy", "tfl.copy", "xnn.copy"]
+        if plain == "rnn":
+            # a predictor calibrated without recurrent chains: the step's matrix product
+            cands[2:2] = [f"{prefix}.fc", "tfl.fc", "xnn.fc"]
+        # an op of no known class (custom ops, rare builtins), or of a class the calibration
+        # did not cover (a predictor older than the class): a pass over its data, the least
+        # any kernel costs
+        cands += [f"{prefix}.copy", "tfl.copy", "xnn.copy"]
         other = None
         if self.fallback and self._owner is not None:
             other = self._owner.configs.get(self.fallback)
@@ -373,6 +383,8 @@ class ConfigPredictor:
         for t, s in zip(k.types, secs.tolist(), strict=True):
             by_type[t] = by_type.get(t, 0.0) + s
         notes = list(k.notes)
+        if self.control_s and k.calls:
+            self._control_ops(k, secs)
         for kidx, sub, mult in k.calls:
             est = self.model_seconds(sub)
             secs[kidx] += mult * (est.kernels_s + est.delegate_s)
@@ -381,6 +393,22 @@ class ConfigPredictor:
             notes.extend(est.notes)
             used.update(est.fallbacks)
         return secs, by_type, used, notes
+
+    def _control_ops(self, k: Kernels, secs: np.ndarray) -> None:
+        """Replace the kernel-model seconds of control-flow kernels by the measured costs of
+        the ops themselves (``control_s``): ``WHILE`` is its entry plus an iteration per trip
+        (a trip invokes the condition and the body: the body's multiplier), ``IF`` its entry."""
+        trips: dict[int, float] = {}
+        for kidx, _, mult in k.calls:
+            trips[kidx] = min(trips.get(kidx, mult), mult)
+        for kidx, n in trips.items():
+            code = int(k.features[kidx, _F["opcode"]])
+            rep = float(k.repeat[kidx])
+            if code == _WHILE and "while" in self.control_s:
+                per = self.control_s["while"] + n * self.control_s.get("while_iteration", 0.0)
+                secs[kidx] = rep * per
+            elif code == _IF and "if" in self.control_s:
+                secs[kidx] = rep * self.control_s["if"]
 
     def model_seconds(self, k: Kernels) -> ModelEstimate:
         """Whole-(sub)graph latency: invocation, delegate nodes, kernels and called subgraphs."""
@@ -435,6 +463,7 @@ class ConfigPredictor:
             "cv": {k: _num(v) for k, v in sorted(self.cv.items())},
             "fallback": self.fallback,
             "extra": self.extra,
+            "control_flow_s": {k: _num(v) for k, v in sorted(self.control_s.items())},
             "kernels": {t: self.kernels[t].to_json() for t in sorted(self.kernels)},
         }
 
@@ -553,6 +582,12 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             raise PredictorError(f"{loc}: threads must be >= 1 and overheads finite, >= 0")
         if any(not math.isfinite(v) or v < 0 for v in nodes.values()):
             raise PredictorError(f"{loc}.delegate_node_s: values must be finite, >= 0")
+        try:
+            control = {str(k): float(v) for k, v in dict(c.get("control_flow_s", {})).items()}
+        except (TypeError, ValueError) as err:
+            raise PredictorError(f"{loc}.control_flow_s: {err}") from None
+        if any(not math.isfinite(v) or v < 0 for v in control.values()):
+            raise PredictorError(f"{loc}.control_flow_s: values must be finite, >= 0")
         kernels = {}
         for t, kd in dict(c.get("kernels", {})).items():
             kernels[str(t)] = KernelModel.from_json(str(t), kd, f"{loc}.kernels.{t}")
@@ -567,6 +602,7 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             cv={str(k): float(v) for k, v in dict(c.get("cv", {})).items()},
             fallback=c.get("fallback"),
             extra=dict(c.get("extra", {})),
+            control_s=control,
         )
     return Predictor(
         device=str(doc.get("device", "")),

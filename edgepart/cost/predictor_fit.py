@@ -18,8 +18,9 @@ between two nearly equal times says little about its kernels.
     The linear fit times ``exp`` of gradient-boosted regression trees per kernel type, trained
     on the chain sums directly: each round computes, for every chain, the log error of its sum
     and gives every kernel its Gauss-Newton step (the chain's error scaled by the kernel's share
-    of the chain), and a depth-limited tree per type fits those steps. Early stopping on
-    held-out chains.
+    of the chain), and a depth-limited tree per type fits those steps; each leaf's step is
+    shrunk as XGBoost's ``lambda`` does (a leaf of kernels that are a small share of every
+    chain they are in stays near the base). Early stopping on held-out chains.
 ``rf``
     nn-Meter's choice: random forests per kernel type, on per-kernel targets obtained by
     splitting each chain's time over its kernels in proportion to the linear fit's predictions.
@@ -316,8 +317,15 @@ def fit_gbt(
     seed: int = 0,
     val_share: float = 0.15,
     patience: int = 25,
+    leaf_l2: float = 0.1,
 ) -> dict[int, _Trees]:
-    """Boosted trees per type on the chain-sum loss (module docstring)."""
+    """Boosted trees per type on the chain-sum loss (module docstring).
+
+    ``leaf_l2`` shrinks every leaf's Newton step as XGBoost's ``lambda`` does:
+    ``sum(h t) / (sum(h) + leaf_l2)``, with ``h`` the squared share of a kernel in its chain.
+    A leaf of kernels that are a small part of every chain they are in (tiny kernels beside an
+    invocation's fixed costs) then stays near the linear base instead of taking whatever factor
+    the chains' leftover error suggests."""
     tree_cls, _ = _sklearn()
     rng = np.random.default_rng([seed, 3])
     val = rng.random(d.chains) < val_share
@@ -346,6 +354,8 @@ def fit_gbt(
         for t, rows, tr, x_all, x_tr in per_type:
             m = tree_cls(max_depth=depth, min_samples_leaf=min_leaf, random_state=seed)
             m.fit(x_tr, target[tr], sample_weight=hess[tr], check_input=False)
+            if leaf_l2 > 0:
+                _shrink_leaves(m, x_tr, target[tr], hess[tr], leaf_l2)
             g[rows] += lr * m.predict(x_all, check_input=False)
             models[t].trees.append(m)
             models[t].scale.append(lr)
@@ -362,6 +372,17 @@ def fit_gbt(
         m.trees = m.trees[: counts[t]]
         m.scale = m.scale[: counts[t]]
     return models
+
+
+def _shrink_leaves(m: Any, x: np.ndarray, t: np.ndarray, h: np.ndarray, lam: float) -> None:
+    """Set a fitted tree's leaf values to ``sum(h t) / (sum(h) + lam)`` over its samples."""
+    leaf = m.apply(x, check_input=False)
+    n = m.tree_.node_count
+    sh = np.bincount(leaf, weights=h, minlength=n)
+    sht = np.bincount(leaf, weights=h * t, minlength=n)
+    vals = m.tree_.value
+    is_leaf = m.tree_.children_left < 0
+    vals[is_leaf, 0, 0] = sht[is_leaf] / (sh[is_leaf] + lam)
 
 
 def fit_rf(
@@ -594,6 +615,7 @@ def config_predictor(
     models: Mapping[str, KernelModel],
     report: FitReport,
     fallback: str | None = None,
+    control_s: Mapping[str, float] | None = None,
 ) -> ConfigPredictor:
     """A :class:`ConfigPredictor` from fitted models and their report."""
     fam = report.families[report.family]
@@ -608,4 +630,5 @@ def config_predictor(
         cv={k: v for k, v in fam.items() if not k.startswith("mixed_")},
         fallback=fallback,
         extra={"families": report.families, "chains": report.chains},
+        control_s=dict(control_s or {}),
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STAT_GETTERS", "Stats", "fit_intercept", "stats_from_samples"]
+__all__ = ["STAT_GETTERS", "Stats", "fit_intercept", "fit_slope", "stats_from_samples"]
 
 
 @dataclass(frozen=True)
@@ -85,5 +85,25 @@ def fit_intercept(lengths: Sequence[int], stats: Sequence[Stats]) -> Stats:
     p10 = max(at0([s.p10_s for s in stats]), mn)
     med = max(at0([s.median_s for s in stats]), p10)
     p90 = max(at0([s.p90_s for s in stats]), med)
+    first = stats[0]
+    return Stats(med, p10, p90, mn, min(s.count for s in stats), first.warmup, first.batch)
+
+
+def fit_slope(lengths: Sequence[float], stats: Sequence[Stats]) -> Stats:
+    """Least-squares slope of each statistic against ``lengths`` (what one more unit adds),
+    made monotone and clamped at 0 like :func:`fit_intercept`."""
+    x = np.asarray(lengths, dtype=np.float64)
+    if len(x) < 2 or len(x) != len(stats):
+        raise ValueError("need at least two lengths, one Stats each")
+    a = np.vstack([np.ones_like(x), x]).T
+
+    def slope(vals: list[float]) -> float:
+        coef = np.linalg.lstsq(a, np.asarray(vals, dtype=np.float64), rcond=None)[0]
+        return max(float(coef[1]), 0.0)
+
+    mn = slope([s.min_s for s in stats])
+    p10 = max(slope([s.p10_s for s in stats]), mn)
+    med = max(slope([s.median_s for s in stats]), p10)
+    p90 = max(slope([s.p90_s for s in stats]), med)
     first = stats[0]
     return Stats(med, p10, p90, mn, min(s.count for s in stats), first.warmup, first.batch)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels, decompose
-from edgepart.cost.stats import Stats, fit_intercept, stats_from_samples
+from edgepart.cost.stats import Stats, fit_intercept, fit_slope, stats_from_samples
 from edgepart.errors import EdgepartError, PredictorError, RuntimeBackendError, UsageError
 from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
@@ -47,9 +47,11 @@ from edgepart.ir.dtypes import DType
 from edgepart.profiling._session import host_description
 from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 from edgepart.profiling.timing import (
+    LOOP_TRIPS,
     NODE_CHAIN,
     delegate_nodes,
     fill_inputs,
+    loop_model,
     make_interpreter,
     overhead_model,
 )
@@ -413,11 +415,14 @@ def real_owner(it: Any, num_ops: int) -> tuple[list[str | None], int]:
 
 
 def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any]:
-    """The empty invocation and (XNNPACK) one delegate node, on the configuration's clock.
+    """The empty invocation, (XNNPACK) one delegate node, and control flow, on the
+    configuration's clock.
 
     The node is the intercept at length 0 of chains of 1, 2, 4 and 8 delegated one-element
-    ``ADD`` ops (:func:`edgepart.profiling.timing.delegate_node_stats` explains why); all of
-    them are sampled round-robin like the chains.
+    ``ADD`` ops (:func:`edgepart.profiling.timing.delegate_node_stats` explains why). Control
+    flow (:func:`edgepart.profiling.timing.loop_model`): ``WHILE`` loops of 1, 2, 4 and 8
+    iterations (intercept and slope), an ``IF``, and chains of the int32 ``ADD`` their
+    subgraphs hold (slope: one such op). All are sampled round-robin like the chains.
     """
     empty = prepare_sampler(overhead_model(), executor, threads, 1e-3)
     chains: list[Sampler] = []
@@ -428,8 +433,11 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
                 chains = []
                 break
             chains.append(s)
+    loops = [prepare_sampler(loop_model(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
+    adds = [prepare_sampler(loop_model(0, n), executor, threads, 1e-3) for n in LOOP_TRIPS]
+    branch = prepare_sampler(loop_model(-1), executor, threads, 1e-3)
     for r in range(rounds):
-        for s in (empty, *chains):
+        for s in (empty, *chains, *loops, *adds, branch):
             s.sample(r)
     st = empty.stats()
     assert st is not None
@@ -437,6 +445,14 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
     if chains:
         cs = [c.stats() for c in chains]
         out["delegate_node"] = fit_intercept(NODE_CHAIN, [c for c in cs if c is not None]).to_json()
+    ls = [x.stats() for x in loops]
+    as_ = [x.stats() for x in adds]
+    bs = branch.stats()
+    if all(x is not None for x in (*ls, *as_, bs)):
+        out["loop"] = fit_intercept(LOOP_TRIPS, ls).to_json()  # type: ignore[arg-type]
+        out["loop_iteration"] = fit_slope(LOOP_TRIPS, ls).to_json()  # type: ignore[arg-type]
+        out["int_op"] = fit_slope(LOOP_TRIPS, as_).to_json()  # type: ignore[arg-type]
+        out["branch"] = bs.to_json()  # type: ignore[union-attr]
     return out
 
 

@@ -84,7 +84,7 @@ def fit_host_predictor(
             family = rep.family
         configs[name] = config_predictor(
             name, ex, th, invoke, {"xnnpack": node} if ex == "xnnpack" else {}, models, rep,
-            fallback,
+            fallback, _control_costs(fx, invoke, get),
         )  # fmt: skip
         reports.append(rep)
     load = summarize_load(meas)
@@ -110,3 +110,20 @@ def fit_host_predictor(
         },
     )
     return pred, reports
+
+
+def _control_costs(
+    fx: dict[str, Any], invoke: float, get: Callable[[Stats], float]
+) -> dict[str, float]:
+    """What control-flow ops cost beyond the kernels of the subgraphs they call, from the
+    fixed-cost measurements (:func:`edgepart.profiling.timing.loop_model`): the loop's
+    intercept less the invocation and its one condition op, its slope less the two ops of an
+    iteration, the ``IF`` less the invocation and its branch's op."""
+    if not all(k in fx for k in ("loop", "loop_iteration", "int_op", "branch")):
+        return {}
+    op = get(Stats(**fx["int_op"]))
+    return {
+        "while": max(get(Stats(**fx["loop"])) - invoke - op, 0.0),
+        "while_iteration": max(get(Stats(**fx["loop_iteration"])) - 2 * op, 0.0),
+        "if": max(get(Stats(**fx["branch"])) - invoke - op, 0.0),
+    }

@@ -42,7 +42,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 5
+SAMPLER_VERSION = 6
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -68,6 +68,8 @@ CLASS_WEIGHTS: dict[str, float] = {
     "gather": 0.4,
     "shape": 0.3,
     "other": 0.6,
+    "fft": 0.4,
+    "rnn": 0.4,
 }
 # Which classes each family draws from: float32; int8 (what quantized models use); hybrid
 # (dynamic-range quantization: float activations, int8 weights of the MAC ops).
@@ -78,9 +80,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "hy": ("conv", "dwconv", "fc", "binary", "unary", "pool", "reduce", "concat", "copy"),
 }  # fmt: skip
 # Classes whose ops XNNPACK does not take: chains for XNNPACK use them only as partition splits.
-BUILTIN_ONLY = frozenset({"gather", "shape", "other"})
+BUILTIN_ONLY = frozenset({"gather", "shape", "other", "fft", "rnn"})
 
 MAX_ELEMS = 1 << 22  # activation elements (16 MB of float32)
+SMALL_CAP = 32  # largest length, channel count ... drawn in small chains
 MAX_KERNEL_MACS = 150e6
 MAX_CHAIN_MACS = 300e6
 MAX_WEIGHT_BYTES = 24 << 20
@@ -98,6 +101,7 @@ class ChainSpec:
     executor_hint: str = "any"  # "xnnpack": builtin-only classes only as rare splits
     version: int = SAMPLER_VERSION
     motif: bool = False  # a chain of network blocks (inverted residuals, bottlenecks ...)
+    small: bool = False  # a long chain of tiny tensors (streaming models)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +113,7 @@ class ChainSpec:
             "executor_hint": self.executor_hint,
             "version": self.version,
             "motif": self.motif,
+            "small": self.small,
         }
 
     @staticmethod
@@ -122,6 +127,7 @@ class ChainSpec:
             executor_hint=str(d.get("executor_hint", "any")),
             version=int(d.get("version", SAMPLER_VERSION)),
             motif=bool(d.get("motif", False)),
+            small=bool(d.get("small", False)),
         )
 
 
@@ -135,11 +141,15 @@ def draw_specs(
     q8_share: float = 0.15,
     hybrid_share: float = 0.05,
     motif_share: float = 0.5,
+    small_share: float = 0.08,
     executor_hint: str = "any",
 ) -> list[ChainSpec]:
     """``count`` chain specs: a share homogeneous (one class, drawn by ``weights``), most of
     those a single kernel (the most informative measurement of one configuration), the rest
-    mixed chains of 3 to 10 kernels; a share int8."""
+    mixed chains of 3 to 10 kernels; a share int8. A share ``small_share`` are long chains
+    (12 to 40 kernels, half of them of one class) of tiny tensors: streaming models run dozens
+    of kernels of a few hundred bytes, whose marginal cost a chain of one or two such kernels
+    cannot separate from the fixed costs of an invocation."""
     w = dict(CLASS_WEIGHTS)
     if weights:
         w.update(weights)
@@ -151,6 +161,24 @@ def draw_specs(
         if executor_hint == "xnnpack":
             allowed = [c for c in allowed if c not in BUILTIN_ONLY] or allowed
         homo = None
+        if family != "hy" and rng.random() < small_share:
+            # half of them one class: dozens of tiny kernels of one type pin down what one
+            # costs (a chain of one such kernel is mostly the invocation's fixed cost)
+            if rng.random() < 0.5:
+                p = np.array([w[c] for c in allowed], dtype=np.float64)
+                homo = str(allowed[int(rng.choice(len(allowed), p=p / p.sum()))])
+            out.append(
+                ChainSpec(
+                    seed=int(rng.integers(0, 2**31 - 1)),
+                    family=family,
+                    length=int(rng.integers(12, 41)),
+                    weights=tuple(sorted((c, float(w[c])) for c in allowed)),
+                    homogeneous=homo,
+                    executor_hint=executor_hint,
+                    small=True,
+                )
+            )
+            continue
         if rng.random() < homogeneous_share:
             p = np.array([w[c] for c in allowed], dtype=np.float64)
             homo = str(allowed[int(rng.choice(len(allowed), p=p / p.sum()))])
@@ -443,6 +471,8 @@ class _Chain(_Blocks):
         return keys[int(self.rng.choice(len(keys), p=p / p.sum()))]
 
     def logu(self, lo: float, hi: float) -> int:
+        if self.spec.small:
+            hi = max(lo, min(hi, SMALL_CAP))
         return round(math.exp(self.rng.uniform(math.log(lo), math.log(hi))))
 
     def chan(self, lo: int = 1, hi: int = 1024) -> int:
@@ -456,7 +486,10 @@ class _Chain(_Blocks):
         return c
 
     def side(self) -> int:
-        """Spatial size: mostly 4 to 224 (where networks spend their time), else 1 to 256."""
+        """Spatial size: mostly 4 to 224 (where networks spend their time), else 1 to 256;
+        1 to 4 in small chains."""
+        if self.spec.small:
+            return self.logu(1, 4)
         h = self.logu(4, 224) if self.u() < 0.8 else self.logu(1, 256)
         return max(h, 1)
 
@@ -538,13 +571,15 @@ class _Chain(_Blocks):
         c = self.cur
         if c is None or self.u() < fresh:
             return None
+        if self.spec.small and _numel(c.shape) > SMALL_CAP * SMALL_CAP * 4:
+            return None  # a small chain grown large (upsampling, padding): start small again
         if rank is not None and len(c.shape) != rank:
             return None
         return c
 
     def img(self, fresh: float = 0.25, cmax: int = 512) -> _T:
         c = self.current(4, fresh=fresh)
-        if c is not None and c.shape[1] * c.shape[2] * c.shape[3] <= MAX_ELEMS:
+        if c is not None and c.shape[0] == 1 and c.shape[1] * c.shape[2] * c.shape[3] <= MAX_ELEMS:
             return c
         for _ in range(20):
             h = self.side()
@@ -927,6 +962,12 @@ class _Chain(_Blocks):
 
     def k_pool(self) -> None:
         x = self.img()
+        if x.shape[1] == 1 and x.shape[2] == 1:
+            # a 1x1 image only pools as an identity, which no network has (and which XNNPACK
+            # elides, and with it a chain ending there)
+            x = self.img(fresh=1.0)
+            while x.shape[1] == 1 and x.shape[2] == 1:
+                x = self.new_input((1, self.side() + 1, self.side() + 1, x.shape[3]))
         _, h, w, c = x.shape
         op = str(self.pick({"MAX_POOL_2D": 0.5, "AVERAGE_POOL_2D": 0.5}))
         if self.u() < 0.2 and op == "AVERAGE_POOL_2D":
@@ -976,9 +1017,21 @@ class _Chain(_Blocks):
         r = len(x.shape)
         axis = r - 1 if self.u() < 0.7 or r < 2 else 1
         parts = [x]
-        for _ in range(int(self.pick({1: 0.6, 2: 0.25, 3: 0.15}))):
+        # mostly a few parts; now and then many thin ones (stacked feature maps of audio and
+        # pitch models: each output row is many short copies)
+        many = self.u() < 0.2
+        count = int(self.rng.integers(4, 17)) if many else int(self.pick({1: 0.6, 2: 0.25,
+                                                                          3: 0.15}))  # fmt: skip
+        if many and x.shape[axis] > 4:
+            thin = list(x.shape)
+            thin[axis] = int(self.pick({1: 0.5, 2: 0.25, 4: 0.25}))
+            x = self.new_input(tuple(thin))
+            parts = [x]
+        for _ in range(count):
             shape = list(x.shape)
             shape[axis] = max(1, self.chan(1, 256) if axis == r - 1 else self.logu(1, 64))
+            if many:
+                shape[axis] = int(self.pick({1: 0.5, 2: 0.25, 4: 0.25}))
             if _numel(tuple(shape)) > MAX_ELEMS // 4:
                 shape[axis] = 1
             parts.append(self.new_input(tuple(shape)))
@@ -1144,6 +1197,49 @@ class _Chain(_Blocks):
         self.op("FILL", [s.idx, self.const(np.array(0.5, np.float32))], [f])
         y = self.tensor(x.shape, like=x)
         self.op("ADD", [x.idx, f.idx] if x.dtype == F32 else [f.idx, f.idx], [y])
+        self.set(y)
+
+    def k_fft(self) -> None:
+        """A real FFT (``RFFT2D``) of framed signals, then the magnitude (or a part) of its
+        complex result: the spectrogram front end of audio models."""
+        n = int(self.pick({32: 0.5, 64: 0.7, 128: 1.0, 256: 1.3, 512: 1.5, 1024: 1.5, 2048: 1.2,
+                           4096: 0.5}))  # fmt: skip
+        if self.spec.small:
+            n = min(n, 64)
+        fh = 1 if self.u() < 0.8 else int(self.pick({2: 1.0, 4: 1.0, 8: 1.0, 16: 1.0, 32: 0.5}))
+        frames = max(1, min(self.logu(1, 1024), MAX_ELEMS // 4 // (n * fh)))
+        shape = (1, frames, fh, n) if self.u() < 0.6 else (frames, fh, n)
+        x = self.new_input(shape, F32)
+        y = self.tensor((*shape[:-2], fh, n // 2 + 1), dtype=DType.COMPLEX64)
+        self.op("RFFT2D", [x.idx, self.const(np.array([fh, n], np.int32))], [y])
+        z = self.tensor(y.shape, dtype=F32)
+        self.op(str(self.pick({"COMPLEX_ABS": 0.7, "REAL": 0.15, "IMAG": 0.15})), [y.idx], [z])
+        self.set(z)
+
+    def k_rnn(self) -> None:
+        """A unidirectional sequence LSTM (what Keras LSTM layers convert to): four gates, the
+        cell and output states carried over the steps in variable tensors."""
+        x = self.seq()
+        if len(x.shape) != 3 or x.dtype != F32:
+            x = self.new_input((1, self.logu(1, 128), self.chan(4, 512)), F32)
+        batch, steps, nin = x.shape
+        cells = self.chan(4, 512)
+        while cells > 4 and batch * steps * 4 * cells * (nin + cells) > MAX_KERNEL_MACS:
+            cells //= 2
+        if batch * steps * 4 * cells * (nin + cells) > MAX_KERNEL_MACS:
+            x = self.new_input((1, min(steps, 16), min(nin, 64)), F32)
+            batch, steps, nin = x.shape
+        gates_x = [self.weights((cells, nin), nin + cells, None) for _ in range(4)]
+        gates_h = [self.weights((cells, cells), nin + cells, None) for _ in range(4)]
+        biases = [self.const(np.full(cells, 1.0 if g == 1 else 0.0, np.float32))
+                  for g in range(4)]  # fmt: skip
+        h = self.g.tensor(self.name("h"), F32, (batch, cells), is_variable=True)
+        c = self.g.tensor(self.name("c"), F32, (batch, cells), is_variable=True)
+        y = self.tensor((batch, steps, cells), dtype=F32)
+        ins = [x.idx, *gates_x, *gates_h, -1, -1, -1, *biases, -1, -1, h, c, -1, -1, -1, -1]
+        self.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], options={
+            "fused_activation_function": "TANH", "time_major": False})  # fmt: skip
+        self.macs += batch * steps * 4 * cells * (nin + cells)
         self.set(y)
 
     def k_other(self) -> None:

@@ -49,12 +49,14 @@ from edgepart.ir.dtypes import DType
 from edgepart.tflite.writer import write_model
 
 __all__ = [
+    "LOOP_TRIPS",
     "NODE_CHAIN",
     "Timer",
     "TimingConfig",
     "delegate_node_stats",
     "fit_intercept",
     "invoke_overhead",
+    "loop_model",
     "make_interpreter",
     "node_timers",
     "overhead_timer",
@@ -334,6 +336,62 @@ def overhead_model(delegate_node: bool = False, ops: int = 1) -> bytes:
     else:
         g.output(a)
         mb.add_signature("serving_default", 0, [("a", a)], [("a", a)])
+    return write_model(mb.build())
+
+
+LOOP_TRIPS = (1, 2, 4, 8)
+
+
+def loop_model(trips: int, ops: int = 0) -> bytes:
+    """A model measuring what a subgraph invocation costs.
+
+    With ``ops == 0``: a ``WHILE`` loop of ``trips`` iterations whose condition is one
+    ``LESS`` of an int32 counter and a constant and whose body is one ``ADD`` to it; each
+    iteration invokes two subgraphs (``trips < 0``: an ``IF`` on a constant whose branches are
+    one such ``ADD``). With ``ops > 0``: no loop, a chain of ``ops`` such int32
+    ``ADD`` ops in the main graph, for the cost of the loop's own ops (builtin kernels in every
+    configuration: XNNPACK takes no int32 arithmetic).
+    """
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    i32 = DType.INT32
+    a = g.input("a", DType.FLOAT32, (1,))  # the model's input, unread (as in overhead_model)
+    x = g.constant("zero", np.array([0], np.int32))  # the counter starts at 0 whatever the input
+    one = g.constant("one", np.array([1], np.int32))
+    for k in range(ops):
+        y = g.tensor(f"y{k}", i32, (1,))
+        g.op("ADD", [x, one], [y])
+        x = y
+    if not ops and trips < 0:  # IF on a constant true: one branch, one ADD
+        y = g.tensor("y", i32, (1,))
+        flag = g.constant("flag", np.array([True], np.bool_))
+        g.op("IF", [flag, x], [y], options={"then_subgraph_index": 1, "else_subgraph_index": 2})
+        x = y
+        for name in ("then", "else"):
+            br = mb.subgraph(name)
+            bi = br.input("i", i32, (1,))
+            bone = br.constant("one", np.array([1], np.int32))
+            bo = br.tensor("next", i32, (1,))
+            br.op("ADD", [bi, bone], [bo])
+            br.output(bo)
+    elif not ops:
+        y = g.tensor("y", i32, (1,))
+        g.op("WHILE", [x], [y], options={"cond_subgraph_index": 1, "body_subgraph_index": 2})
+        x = y
+        cond = mb.subgraph("cond")
+        ci = cond.input("i", i32, (1,))
+        bound = cond.constant("bound", np.array([trips], np.int32))
+        ok = cond.tensor("ok", DType.BOOL, (1,))
+        cond.op("LESS", [ci, bound], [ok])
+        cond.output(ok)
+        body = mb.subgraph("body")
+        bi = body.input("i", i32, (1,))
+        bone = body.constant("one", np.array([1], np.int32))
+        bo = body.tensor("next", i32, (1,))
+        body.op("ADD", [bi, bone], [bo])
+        body.output(bo)
+    g.output(a, x)
+    mb.add_signature("serving_default", 0, [("a", a)], [("a", a), ("y", x)])
     return write_model(mb.build())
 
 

@@ -200,3 +200,24 @@ def test_unknown_executor_is_refused():
     g = G()
     with pytest.raises(ValueError, match="unknown executor"):
         decompose(g.build(g.add(g.x0, g.x0, S)), "tpu9000")
+
+
+def test_an_fft_is_its_own_kernel_class_with_n_log_n_work():
+    # a spectrogram front end: frames of 2048 samples -> RFFT2D -> magnitude
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", F32, (1, 43, 1, 2048))
+    length = g.constant("len", np.array([1, 2048], np.int32))
+    spec = g.tensor("spec", DType.COMPLEX64, (1, 43, 1, 1025))
+    g.op("RFFT2D", [x, length], [spec])
+    mag = g.tensor("mag", F32, (1, 43, 1, 1025))
+    g.op("COMPLEX_ABS", [spec], [mag])
+    g.output(mag)
+    mb.add_signature("serving_default", 0, [("x", x)], [("y", mag)])
+    for executor in ("xnnpack", "builtin"):
+        k = decompose(mb.build(), executor)
+        # XNNPACK takes neither: both run as builtin kernels
+        assert k.types == ["tfl.fft", "tfl.math"]
+        f = k.features[0]
+        assert f[F["rows"]] == 43 and f[F["red"]] == 2048
+        assert f[F["macs"]] == pytest.approx(43 * 2048 * 11 / 2)

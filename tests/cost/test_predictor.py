@@ -214,3 +214,53 @@ def test_basis_rounds_output_channels_up_to_tiles():
     assert b[:, 1].tolist() == [1.0, 1.0, 1.0]
     assert b[:, 2].tolist() == pytest.approx([8.0, 1.0, 48 / 40])
     assert b[:, 3].tolist() == pytest.approx([16.0, 2.0, 64 / 40])
+
+
+def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
+    from edgepart.cost.kernels import decompose
+    from edgepart.profiling.timing import loop_model
+    from edgepart.tflite.reader import read_model_bytes as read_model
+
+    coef = np.zeros(len(BASIS))
+    coef[0] = 1e-7  # every kernel 100 ns
+    kms = {t: KernelModel(t, coef) for t in ("tfl.binary", "tfl.other")}
+    cp = ConfigPredictor("builtin_1t", "builtin", 1, 3e-7, {}, kms)
+    Predictor("test device", "measured", "unit test", {"builtin_1t": cp})
+    loop = decompose(read_model(loop_model(5)), "builtin")
+    branch = decompose(read_model(loop_model(-1)), "builtin")
+    # without measured control costs the ops cost their kernel model (100 ns)
+    assert cp.model_seconds(loop).seconds == pytest.approx(3e-7 + 1e-7 + 6e-7 + 5e-7)
+    cp.control_s = {"while": 9e-7, "while_iteration": 3e-8, "if": 5e-7}
+    # WHILE: entry, 5 iterations, the condition 6 times and the body 5 times
+    assert cp.model_seconds(loop).seconds == pytest.approx(3e-7 + 9e-7 + 5 * 3e-8 + 11e-7)
+    # IF: entry and one branch
+    assert cp.model_seconds(branch).seconds == pytest.approx(3e-7 + 5e-7 + 1e-7)
+
+
+def test_control_flow_costs_round_trip_and_are_checked(tmp_path):
+    p = simple_predictor()
+    p.configs["xnnpack_1t"].control_s = {"if": 4.5e-7, "while": 8.5e-7, "while_iteration": 3e-8}
+    a = tmp_path / "a.json"
+    p.save(a)
+    assert load_predictor(a).configs["xnnpack_1t"].control_s == p.configs["xnnpack_1t"].control_s
+    d = p.to_json()
+    d["configs"]["xnnpack_1t"]["control_flow_s"]["if"] = -1.0
+    with pytest.raises(PredictorError, match=r"xnnpack_1t\.control_flow_s: values must be finite"):
+        predictor_from_dict(d, "p.json")
+
+
+def test_boosting_leaves_are_shrunk_by_their_squared_shares():
+    sklearn = pytest.importorskip("sklearn.tree")
+    from edgepart.cost.predictor_fit import _shrink_leaves
+
+    rng = np.random.default_rng(0)
+    x = rng.random((40, 1)).astype(np.float32)
+    t = np.where(x[:, 0] < 0.5, 1.0, -2.0)
+    h = np.where(x[:, 0] < 0.5, 0.01, 1.0)  # left: kernels with a tenth of their chain
+    m = sklearn.DecisionTreeRegressor(max_depth=1).fit(x, t, sample_weight=h)
+    _shrink_leaves(m, x, t, h, 0.1)
+    left = x[:, 0] < 0.5
+    got = m.predict(np.array([[0.1], [0.9]], np.float32))
+    assert got[0] == pytest.approx(h[left].sum() * 1.0 / (h[left].sum() + 0.1))
+    assert got[1] == pytest.approx(-2.0 * h[~left].sum() / (h[~left].sum() + 0.1))
+    assert abs(got[0]) < 0.9 and abs(got[1]) > 1.9  # little evidence: shrunk much

@@ -221,3 +221,82 @@ def test_calibrate_host_end_to_end_within_its_budget(tmp_path, monkeypatch, caps
     assert prof.processors[0].peak_ops_per_s["fp32"].provenance == "measured"
     pred = load_predictor(prof.latency_predictor)
     assert {c.executor for c in pred.configs.values()} == {"xnnpack", "builtin"}
+
+
+def test_pool_chains_never_pool_an_identity():
+    # a 1x1 image pools only as an identity, which XNNPACK elides, and with it every op of a
+    # chain that ends there: such chains measured nothing but the fixed costs
+    for seed in range(60):
+        sg = build_chain(ChainSpec(seed=seed, homogeneous="pool", length=6)).main
+        for i in range(sg.num_ops):
+            if sg.op_name(i) not in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+                continue
+            o = sg.op_options[i]
+            shape = sg.tensor(int(sg.op_inputs.row(i)[0])).shape
+            identity = o["filter_height"] == o["filter_width"] == o["stride_h"] == 1
+            assert not (identity and shape[1] == shape[2] == 1), (seed, i, shape)
+
+
+def test_fft_chains_run_in_litert():
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    spec = ChainSpec(seed=4, homogeneous="fft", length=3)
+    m = build_chain(spec)
+    names = {m.main.op_name(i) for i in range(m.main.num_ops)}
+    assert "RFFT2D" in names and names & {"COMPLEX_ABS", "REAL", "IMAG"}
+    it = make_interpreter(write_model(m), "builtin", 1)
+    fill_inputs(it, 0)
+    it.invoke()
+    out = it.get_tensor(it.get_output_details()[0]["index"])
+    assert np.isfinite(out).all() and np.abs(out).max() > 0
+
+
+@pytest.mark.parametrize("trips", [1, 3, 8])
+def test_loop_models_run_their_trips(trips):
+    from edgepart.profiling.timing import fill_inputs, loop_model, make_interpreter
+
+    for ex in ("xnnpack", "builtin"):
+        for model, want in ((loop_model(trips), trips), (loop_model(0, trips), trips),
+                            (loop_model(-1), 1)):  # fmt: skip
+            it = make_interpreter(model, ex, 1)
+            fill_inputs(it, 0)
+            it.invoke()
+            outs = {d["name"]: it.get_tensor(d["index"]) for d in it.get_output_details()}
+            counter = [v for v in outs.values() if v.dtype == np.int32]
+            assert len(counter) == 1 and int(counter[0][0]) == want
+
+
+def test_small_chains_are_long_chains_of_tiny_tensors():
+    specs = [s for s in draw_specs(np.random.default_rng(5), 600) if s.small]
+    assert 20 <= len(specs) <= 80  # about 8 %
+    assert any(s.homogeneous for s in specs) and any(s.homogeneous is None for s in specs)
+    for spec in specs[:12]:
+        assert 12 <= spec.length <= 40
+        assert ChainSpec.from_json(spec.to_json()) == spec
+        sg = build_chain(spec).main
+        sizes = sorted(int(np.prod(sg.tensor(t).shape)) for t in range(sg.num_tensors)
+                       if not sg.tensor_is_constant[t])  # fmt: skip
+        # activations stay tiny (a few start again small after an upsampling chain grew them)
+        assert sizes[len(sizes) // 2] <= 4096
+
+
+def test_recurrent_chains_run_and_are_one_rnn_kernel_per_step():
+    from edgepart.cost.kernels import FEATURES, decompose
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    f = {n: k for k, n in enumerate(FEATURES)}
+    m = build_chain(ChainSpec(seed=2, homogeneous="rnn", length=1))
+    sg = m.main
+    assert [sg.op_name(i) for i in range(sg.num_ops)] == ["UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    batch, steps, nin = sg.tensor(int(sg.op_inputs.row(0)[0])).shape
+    cells = sg.tensor(int(sg.op_outputs.row(0)[0])).shape[-1]
+    for ex in ("xnnpack", "builtin"):  # XNNPACK takes no recurrent op
+        it = make_interpreter(write_model(m), ex, 1)
+        fill_inputs(it, 0)
+        it.invoke()
+        assert np.isfinite(it.get_tensor(it.get_output_details()[0]["index"])).all()
+        k = decompose(m, ex)
+        assert k.types == ["tfl.rnn"] and k.repeat.tolist() == [steps]
+        row = k.features[0]
+        assert (row[f["rows"]], row[f["red"]], row[f["cout"]]) == (batch, nin + cells, 4 * cells)
+        assert row[f["macs"]] == batch * (nin + cells) * 4 * cells
