@@ -379,12 +379,12 @@ class ConfigPredictor:
         """Seconds per kernel with the subgraphs control-flow kernels call added to them; the
         seconds per kernel type (called kernels under their own types); fallbacks; notes."""
         secs, used = self.kernel_seconds(k)
+        if self.control_s and k.calls:
+            self._control_ops(k, secs)
         by_type: dict[str, float] = {}
         for t, s in zip(k.types, secs.tolist(), strict=True):
             by_type[t] = by_type.get(t, 0.0) + s
         notes = list(k.notes)
-        if self.control_s and k.calls:
-            self._control_ops(k, secs)
         for kidx, sub, mult in k.calls:
             est = self.model_seconds(sub)
             secs[kidx] += mult * (est.kernels_s + est.delegate_s)

@@ -72,38 +72,29 @@ def fit_intercept(lengths: Sequence[int], stats: Sequence[Stats]) -> Stats:
     Statistics are fitted one by one, then made monotone (min <= p10 <= median <= p90) and
     clamped at 0; count, warm-up and batch are those of the shortest chain.
     """
-    x = np.asarray(lengths, dtype=np.float64)
-    if len(x) < 2 or len(x) != len(stats):
-        raise ValueError("need at least two chain lengths, one Stats each")
-    a = np.vstack([np.ones_like(x), x]).T
-
-    def at0(vals: list[float]) -> float:
-        coef = np.linalg.lstsq(a, np.asarray(vals, dtype=np.float64), rcond=None)[0]
-        return max(float(coef[0]), 0.0)
-
-    mn = at0([s.min_s for s in stats])
-    p10 = max(at0([s.p10_s for s in stats]), mn)
-    med = max(at0([s.median_s for s in stats]), p10)
-    p90 = max(at0([s.p90_s for s in stats]), med)
-    first = stats[0]
-    return Stats(med, p10, p90, mn, min(s.count for s in stats), first.warmup, first.batch)
+    return _fit_line(lengths, stats, 0)
 
 
 def fit_slope(lengths: Sequence[float], stats: Sequence[Stats]) -> Stats:
     """Least-squares slope of each statistic against ``lengths`` (what one more unit adds),
     made monotone and clamped at 0 like :func:`fit_intercept`."""
+    return _fit_line(lengths, stats, 1)
+
+
+def _fit_line(lengths: Sequence[float], stats: Sequence[Stats], term: int) -> Stats:
+    """Coefficient ``term`` (0: intercept, 1: slope) of a line per statistic (see above)."""
     x = np.asarray(lengths, dtype=np.float64)
     if len(x) < 2 or len(x) != len(stats):
-        raise ValueError("need at least two lengths, one Stats each")
+        raise ValueError("need at least two chain lengths, one Stats each")
     a = np.vstack([np.ones_like(x), x]).T
 
-    def slope(vals: list[float]) -> float:
-        coef = np.linalg.lstsq(a, np.asarray(vals, dtype=np.float64), rcond=None)[0]
-        return max(float(coef[1]), 0.0)
+    def coef(vals: list[float]) -> float:
+        c = np.linalg.lstsq(a, np.asarray(vals, dtype=np.float64), rcond=None)[0]
+        return max(float(c[term]), 0.0)
 
-    mn = slope([s.min_s for s in stats])
-    p10 = max(slope([s.p10_s for s in stats]), mn)
-    med = max(slope([s.median_s for s in stats]), p10)
-    p90 = max(slope([s.p90_s for s in stats]), med)
+    mn = coef([s.min_s for s in stats])
+    p10 = max(coef([s.p10_s for s in stats]), mn)
+    med = max(coef([s.median_s for s in stats]), p10)
+    p90 = max(coef([s.p90_s for s in stats]), med)
     first = stats[0]
     return Stats(med, p10, p90, mn, min(s.count for s in stats), first.warmup, first.batch)

@@ -10,6 +10,7 @@ from edgepart.cost.context import ROLE, context_units, predecessors
 from edgepart.cost.hardware import Hardware, ProcessorSpec
 from edgepart.cost.model import CostModel
 from edgepart.cost.signature import group_signature, op_signatures
+from edgepart.cost.stats import fit_slope
 from edgepart.cost.table import Entry, LatencyTable, ProcessorTable, Stats
 from edgepart.cost.units import Unit, timing_units
 from edgepart.ir.builder import ModelBuilder
@@ -68,6 +69,10 @@ def test_fit_intercept_is_exact_on_lines_and_keeps_order():
     assert 0 <= b.min_s <= b.p10_s <= b.median_s <= b.p90_s
     with pytest.raises(ValueError):
         fit_intercept([1], stats[:1])
+    # the slopes of the same lines: what one more op adds (0.1, 0.1, 0.1 and 0.3 us)
+    d = fit_slope(lengths, stats)
+    assert (d.min_s, d.p10_s, d.median_s) == pytest.approx((1e-7, 1e-7, 1e-7))
+    assert d.p90_s == pytest.approx(3e-7)
 
 
 def test_node_chains_are_one_delegate_node_on_xnnpack_only():

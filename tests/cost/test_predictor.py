@@ -234,7 +234,11 @@ def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
     # WHILE: entry, 5 iterations, the condition 6 times and the body 5 times
     assert cp.model_seconds(loop).seconds == pytest.approx(3e-7 + 9e-7 + 5 * 3e-8 + 11e-7)
     # IF: entry and one branch
-    assert cp.model_seconds(branch).seconds == pytest.approx(3e-7 + 5e-7 + 1e-7)
+    e = cp.model_seconds(branch)
+    assert e.seconds == pytest.approx(3e-7 + 5e-7 + 1e-7)
+    # the per-type split is of the same seconds (the IF's under its kernel's type)
+    assert sum(e.by_type.values()) == pytest.approx(e.kernels_s)
+    assert e.by_type["tfl.other"] == pytest.approx(5e-7)
 
 
 def test_control_flow_costs_round_trip_and_are_checked(tmp_path):

@@ -221,6 +221,12 @@ def test_calibrate_host_end_to_end_within_its_budget(tmp_path, monkeypatch, caps
     assert prof.processors[0].peak_ops_per_s["fp32"].provenance == "measured"
     pred = load_predictor(prof.latency_predictor)
     assert {c.executor for c in pred.configs.values()} == {"xnnpack", "builtin"}
+    for c in pred.configs.values():
+        # measured control flow: an IF and a WHILE cost something, an iteration less than either
+        cf = c.control_s
+        assert set(cf) == {"if", "while", "while_iteration"}
+        assert 0 < cf["if"] < 1e-4 and 0 < cf["while"] < 1e-4
+        assert 0 <= cf["while_iteration"] < min(cf["if"], cf["while"])
 
 
 def test_pool_chains_never_pool_an_identity():
