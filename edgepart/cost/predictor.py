@@ -380,7 +380,11 @@ class ConfigPredictor:
         seconds per kernel type (called kernels under their own types); fallbacks; notes."""
         secs, used = self.kernel_seconds(k)
         if self.control_s and k.calls:
-            self._control_ops(k, secs)
+            replaced = self._control_ops(k, secs)
+            # a type whose every kernel was replaced used no fallback model after all
+            for t in [t for t in used if all(i in replaced for i, kt in enumerate(k.types)
+                                             if kt == t)]:  # fmt: skip
+                del used[t]
         by_type: dict[str, float] = {}
         for t, s in zip(k.types, secs.tolist(), strict=True):
             by_type[t] = by_type.get(t, 0.0) + s
@@ -394,10 +398,12 @@ class ConfigPredictor:
             used.update(est.fallbacks)
         return secs, by_type, used, notes
 
-    def _control_ops(self, k: Kernels, secs: np.ndarray) -> None:
+    def _control_ops(self, k: Kernels, secs: np.ndarray) -> set[int]:
         """Replace the kernel-model seconds of control-flow kernels by the measured costs of
         the ops themselves (``control_s``): ``WHILE`` is its entry plus an iteration per trip
-        (a trip invokes the condition and the body: the body's multiplier), ``IF`` its entry."""
+        (a trip invokes the condition and the body: the body's multiplier), ``IF`` its entry.
+        Returns the kernels replaced."""
+        replaced: set[int] = set()
         trips: dict[int, float] = {}
         for kidx, _, mult in k.calls:
             trips[kidx] = min(trips.get(kidx, mult), mult)
@@ -407,8 +413,11 @@ class ConfigPredictor:
             if code == _WHILE and "while" in self.control_s:
                 per = self.control_s["while"] + n * self.control_s.get("while_iteration", 0.0)
                 secs[kidx] = rep * per
+                replaced.add(kidx)
             elif code == _IF and "if" in self.control_s:
                 secs[kidx] = rep * self.control_s["if"]
+                replaced.add(kidx)
+        return replaced
 
     def model_seconds(self, k: Kernels) -> ModelEstimate:
         """Whole-(sub)graph latency: invocation, delegate nodes, kernels and called subgraphs."""

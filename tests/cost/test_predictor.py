@@ -223,13 +223,15 @@ def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
 
     coef = np.zeros(len(BASIS))
     coef[0] = 1e-7  # every kernel 100 ns
-    kms = {t: KernelModel(t, coef) for t in ("tfl.binary", "tfl.other")}
+    kms = {t: KernelModel(t, coef) for t in ("tfl.binary", "tfl.copy")}
     cp = ConfigPredictor("builtin_1t", "builtin", 1, 3e-7, {}, kms)
     Predictor("test device", "measured", "unit test", {"builtin_1t": cp})
     loop = decompose(read_model(loop_model(5)), "builtin")
     branch = decompose(read_model(loop_model(-1)), "builtin")
-    # without measured control costs the ops cost their kernel model (100 ns)
-    assert cp.model_seconds(loop).seconds == pytest.approx(3e-7 + 1e-7 + 6e-7 + 5e-7)
+    # without measured control costs the ops cost their kernel model (100 ns, a data copy's)
+    e = cp.model_seconds(loop)
+    assert e.seconds == pytest.approx(3e-7 + 1e-7 + 6e-7 + 5e-7)
+    assert e.fallbacks == {"tfl.other": "tfl.copy"}
     cp.control_s = {"while": 9e-7, "while_iteration": 3e-8, "if": 5e-7}
     # WHILE: entry, 5 iterations, the condition 6 times and the body 5 times
     assert cp.model_seconds(loop).seconds == pytest.approx(3e-7 + 9e-7 + 5 * 3e-8 + 11e-7)
@@ -239,6 +241,7 @@ def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
     # the per-type split is of the same seconds (the IF's under its kernel's type)
     assert sum(e.by_type.values()) == pytest.approx(e.kernels_s)
     assert e.by_type["tfl.other"] == pytest.approx(5e-7)
+    assert "tfl.other" not in e.fallbacks  # measured, not a fallback model
 
 
 def test_control_flow_costs_round_trip_and_are_checked(tmp_path):
