@@ -49,8 +49,10 @@ from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 from edgepart.profiling.timing import (
     LOOP_TRIPS,
     NODE_CHAIN,
+    branch_model,
     delegate_nodes,
     fill_inputs,
+    int_op_chain,
     loop_model,
     make_interpreter,
     overhead_model,
@@ -420,9 +422,9 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
 
     The node is the intercept at length 0 of chains of 1, 2, 4 and 8 delegated one-element
     ``ADD`` ops (:func:`edgepart.profiling.timing.delegate_node_stats` explains why). Control
-    flow (:func:`edgepart.profiling.timing.loop_model`): ``WHILE`` loops of 1, 2, 4 and 8
-    iterations (intercept and slope), an ``IF``, and chains of the int32 ``ADD`` their
-    subgraphs hold (slope: one such op). All are sampled round-robin like the chains.
+    flow (:mod:`edgepart.profiling.timing`): ``WHILE`` loops of 1, 2, 4 and 8 iterations
+    (intercept and slope), an ``IF``, and chains of the int32 ``ADD`` their subgraphs hold
+    (slope: one such op). All are sampled round-robin like the chains.
     """
     empty = prepare_sampler(overhead_model(), executor, threads, 1e-3)
     chains: list[Sampler] = []
@@ -434,8 +436,8 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
                 break
             chains.append(s)
     loops = [prepare_sampler(loop_model(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
-    adds = [prepare_sampler(loop_model(0, n), executor, threads, 1e-3) for n in LOOP_TRIPS]
-    branch = prepare_sampler(loop_model(-1), executor, threads, 1e-3)
+    adds = [prepare_sampler(int_op_chain(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
+    branch = prepare_sampler(branch_model(), executor, threads, 1e-3)
     for r in range(rounds):
         for s in (empty, *chains, *loops, *adds, branch):
             s.sample(r)

@@ -116,7 +116,7 @@ def _control_costs(
     fx: dict[str, Any], invoke: float, get: Callable[[Stats], float]
 ) -> dict[str, float]:
     """What control-flow ops cost beyond the kernels of the subgraphs they call, from the
-    fixed-cost measurements (:func:`edgepart.profiling.timing.loop_model`): the loop's
+    fixed-cost measurements (:mod:`edgepart.profiling.timing`): the loop's
     intercept less the invocation and its one condition op, its slope less the two ops of an
     iteration, the ``IF`` less the invocation and its branch's op."""
     if not all(k in fx for k in ("loop", "loop_iteration", "int_op", "branch")):

@@ -44,7 +44,7 @@ from edgepart.cost.stats import fit_intercept
 from edgepart.cost.table import Stats, stats_from_samples
 from edgepart.devices.host_executors import EXECUTOR_NAMES, HOST_EXECUTORS
 from edgepart.errors import RuntimeBackendError, UsageError
-from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.builder import ModelBuilder, SubgraphBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.tflite.writer import write_model
 
@@ -53,8 +53,10 @@ __all__ = [
     "NODE_CHAIN",
     "Timer",
     "TimingConfig",
+    "branch_model",
     "delegate_node_stats",
     "fit_intercept",
+    "int_op_chain",
     "invoke_overhead",
     "loop_model",
     "make_interpreter",
@@ -342,56 +344,70 @@ def overhead_model(delegate_node: bool = False, ops: int = 1) -> bytes:
 LOOP_TRIPS = (1, 2, 4, 8)
 
 
-def loop_model(trips: int, ops: int = 0) -> bytes:
-    """A model measuring what a subgraph invocation costs.
+def loop_model(trips: int) -> bytes:
+    """A ``WHILE`` loop of ``trips`` iterations whose condition is one ``LESS`` of an int32
+    counter and a constant and whose body is one ``ADD`` to it: each iteration invokes two
+    subgraphs. Loops of several lengths give a loop's entry cost and an iteration's."""
+    mb, g, a, x = _counter_model()
+    y = g.tensor("y", DType.INT32, (1,))
+    g.op("WHILE", [x], [y], options={"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = mb.subgraph("cond")
+    ci = cond.input("i", DType.INT32, (1,))
+    bound = cond.constant("bound", np.array([trips], np.int32))
+    ok = cond.tensor("ok", DType.BOOL, (1,))
+    cond.op("LESS", [ci, bound], [ok])
+    cond.output(ok)
+    _increment_subgraph(mb, "body")
+    return _counter_output(mb, g, a, y)
 
-    With ``ops == 0``: a ``WHILE`` loop of ``trips`` iterations whose condition is one
-    ``LESS`` of an int32 counter and a constant and whose body is one ``ADD`` to it; each
-    iteration invokes two subgraphs (``trips < 0``: an ``IF`` on a constant whose branches are
-    one such ``ADD``). With ``ops > 0``: no loop, a chain of ``ops`` such int32
-    ``ADD`` ops in the main graph, for the cost of the loop's own ops (builtin kernels in every
-    configuration: XNNPACK takes no int32 arithmetic).
-    """
-    mb = ModelBuilder()
-    g = mb.subgraph("main")
-    i32 = DType.INT32
-    a = g.input("a", DType.FLOAT32, (1,))  # the model's input, unread (as in overhead_model)
-    x = g.constant("zero", np.array([0], np.int32))  # the counter starts at 0 whatever the input
+
+def branch_model() -> bytes:
+    """An ``IF`` on a constant whose branches are one int32 ``ADD`` each: one branch
+    invocation."""
+    mb, g, a, x = _counter_model()
+    y = g.tensor("y", DType.INT32, (1,))
+    flag = g.constant("flag", np.array([True], np.bool_))
+    g.op("IF", [flag, x], [y], options={"then_subgraph_index": 1, "else_subgraph_index": 2})
+    _increment_subgraph(mb, "then")
+    _increment_subgraph(mb, "else")
+    return _counter_output(mb, g, a, y)
+
+
+def int_op_chain(ops: int) -> bytes:
+    """A chain of ``ops`` int32 ``ADD`` ops, the op the loop and branch subgraphs run (builtin
+    kernels in every configuration: XNNPACK takes no int32 arithmetic). Chains of several
+    lengths give what one such op costs, to subtract from the control-flow models."""
+    mb, g, a, x = _counter_model()
     one = g.constant("one", np.array([1], np.int32))
     for k in range(ops):
-        y = g.tensor(f"y{k}", i32, (1,))
+        y = g.tensor(f"y{k}", DType.INT32, (1,))
         g.op("ADD", [x, one], [y])
         x = y
-    if not ops and trips < 0:  # IF on a constant true: one branch, one ADD
-        y = g.tensor("y", i32, (1,))
-        flag = g.constant("flag", np.array([True], np.bool_))
-        g.op("IF", [flag, x], [y], options={"then_subgraph_index": 1, "else_subgraph_index": 2})
-        x = y
-        for name in ("then", "else"):
-            br = mb.subgraph(name)
-            bi = br.input("i", i32, (1,))
-            bone = br.constant("one", np.array([1], np.int32))
-            bo = br.tensor("next", i32, (1,))
-            br.op("ADD", [bi, bone], [bo])
-            br.output(bo)
-    elif not ops:
-        y = g.tensor("y", i32, (1,))
-        g.op("WHILE", [x], [y], options={"cond_subgraph_index": 1, "body_subgraph_index": 2})
-        x = y
-        cond = mb.subgraph("cond")
-        ci = cond.input("i", i32, (1,))
-        bound = cond.constant("bound", np.array([trips], np.int32))
-        ok = cond.tensor("ok", DType.BOOL, (1,))
-        cond.op("LESS", [ci, bound], [ok])
-        cond.output(ok)
-        body = mb.subgraph("body")
-        bi = body.input("i", i32, (1,))
-        bone = body.constant("one", np.array([1], np.int32))
-        bo = body.tensor("next", i32, (1,))
-        body.op("ADD", [bi, bone], [bo])
-        body.output(bo)
-    g.output(a, x)
-    mb.add_signature("serving_default", 0, [("a", a)], [("a", a), ("y", x)])
+    return _counter_output(mb, g, a, x)
+
+
+def _counter_model() -> tuple[ModelBuilder, SubgraphBuilder, int, int]:
+    """A main graph with an unread float input (as in :func:`overhead_model`) and an int32
+    counter starting at 0 whatever the input."""
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    a = g.input("a", DType.FLOAT32, (1,))
+    return mb, g, a, g.constant("zero", np.array([0], np.int32))
+
+
+def _increment_subgraph(mb: ModelBuilder, name: str) -> None:
+    """A subgraph adding 1 to its int32 input."""
+    sg = mb.subgraph(name)
+    i = sg.input("i", DType.INT32, (1,))
+    one = sg.constant("one", np.array([1], np.int32))
+    out = sg.tensor("next", DType.INT32, (1,))
+    sg.op("ADD", [i, one], [out])
+    sg.output(out)
+
+
+def _counter_output(mb: ModelBuilder, g: SubgraphBuilder, a: int, y: int) -> bytes:
+    g.output(a, y)
+    mb.add_signature("serving_default", 0, [("a", a)], [("a", a), ("y", y)])
     return write_model(mb.build())
 
 

@@ -218,7 +218,7 @@ def test_basis_rounds_output_channels_up_to_tiles():
 
 def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
     from edgepart.cost.kernels import decompose
-    from edgepart.profiling.timing import loop_model
+    from edgepart.profiling.timing import branch_model, loop_model
     from edgepart.tflite.reader import read_model_bytes as read_model
 
     coef = np.zeros(len(BASIS))
@@ -227,7 +227,7 @@ def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
     cp = ConfigPredictor("builtin_1t", "builtin", 1, 3e-7, {}, kms)
     Predictor("test device", "measured", "unit test", {"builtin_1t": cp})
     loop = decompose(read_model(loop_model(5)), "builtin")
-    branch = decompose(read_model(loop_model(-1)), "builtin")
+    branch = decompose(read_model(branch_model()), "builtin")
     # without measured control costs the ops cost their kernel model (100 ns, a data copy's)
     e = cp.model_seconds(loop)
     assert e.seconds == pytest.approx(3e-7 + 1e-7 + 6e-7 + 5e-7)

@@ -259,11 +259,17 @@ def test_fft_chains_run_in_litert():
 
 @pytest.mark.parametrize("trips", [1, 3, 8])
 def test_loop_models_run_their_trips(trips):
-    from edgepart.profiling.timing import fill_inputs, loop_model, make_interpreter
+    from edgepart.profiling.timing import (
+        branch_model,
+        fill_inputs,
+        int_op_chain,
+        loop_model,
+        make_interpreter,
+    )
 
     for ex in ("xnnpack", "builtin"):
-        for model, want in ((loop_model(trips), trips), (loop_model(0, trips), trips),
-                            (loop_model(-1), 1)):  # fmt: skip
+        for model, want in ((loop_model(trips), trips), (int_op_chain(trips), trips),
+                            (branch_model(), 1)):  # fmt: skip
             it = make_interpreter(model, ex, 1)
             fill_inputs(it, 0)
             it.invoke()
