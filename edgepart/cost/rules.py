@@ -141,11 +141,14 @@ class Ctx:
         return out
 
     def default_dtype(self) -> np.ndarray:
-        """Input 0's dtype (output 0's if there is no input or it is a resource)."""
+        """Input 0's dtype (output 0's if there is no input or it is a resource; then input
+        1's: the value an ``ASSIGN_VARIABLE`` stores)."""
         ops = np.arange(self.sg.num_ops)
         d = self.dtype_of(self.inp(ops, 0))
-        bad = (d < 0) | (d == DType.RESOURCE) | (d == DType.VARIANT) | (d == DType.STRING)
-        d[bad] = self.dtype_of(self.out(ops, 0))[bad]
+        for alt in (self.out(ops, 0), self.inp(ops, 1)):
+            bad = (d < 0) | (d == DType.RESOURCE) | (d == DType.VARIANT) | (d == DType.STRING)
+            a = self.dtype_of(alt)
+            d[bad & (a >= 0)] = a[bad & (a >= 0)]
         return d.astype(np.int8)
 
 

@@ -31,6 +31,7 @@ import math
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -383,11 +384,16 @@ def canary_model() -> bytes:
     return write_model(mb.build())
 
 
-def real_owner(it: Any, num_ops: int) -> tuple[list[str | None], int]:
+def real_owner(
+    it: Any, num_ops: int, content: bytes | None = None, threads: int = 1
+) -> tuple[list[str | None], int]:
     """Per op whether XNNPACK took it, read from the interpreter's DELEGATE nodes.
 
     A DELEGATE node lists its boundary tensors; the ops it replaced are those between them
-    (walking producers back from its outputs, stopping at its inputs).
+    (walking producers back from its outputs, stopping at its inputs). An op with no outputs
+    (``ASSIGN_VARIABLE``), and the ops feeding only it, are reached from no output: when the
+    model has one and its bytes are given, a second interpreter that keeps every tensor (so
+    that every delegated op becomes a DELEGATE node of its own) names the delegated ones.
     """
     details = it._get_ops_details()
     producer: dict[int, int] = {}
@@ -413,7 +419,31 @@ def real_owner(it: Any, num_ops: int) -> tuple[list[str | None], int]:
                 owner[op] = "xnnpack"
                 for u in details[op]["inputs"].tolist():
                     todo.append(int(u))
+    if content is not None and any(len(d["outputs"]) == 0 for d in details[:num_ops]):
+        for op in _delegated_one_by_one(content, threads, details[:num_ops]):
+            owner[op] = "xnnpack"
     return owner, nodes
+
+
+def _delegated_one_by_one(content: bytes, threads: int, ops: list[dict[str, Any]]) -> set[int]:
+    """The ops XNNPACK takes, each matched to the DELEGATE node of its own that an interpreter
+    keeping every tensor makes of it (by its input and output tensors)."""
+    with warnings.catch_warnings():  # LiteRT warns that keeping every tensor is for debugging
+        warnings.simplefilter("ignore")
+        it = make_interpreter(content, "xnnpack", threads, preserve_all_tensors=True)
+    sig: dict[tuple[frozenset[int], frozenset[int]], list[int]] = {}
+    for d in ops:
+        key = (frozenset(int(t) for t in d["inputs"].tolist() if t >= 0),
+               frozenset(int(t) for t in d["outputs"].tolist() if t >= 0))  # fmt: skip
+        sig.setdefault(key, []).append(int(d["index"]))
+    found: set[int] = set()
+    for d in it._get_ops_details()[len(ops) :]:
+        if d.get("op_name") == "DELEGATE":
+            key = (frozenset(int(t) for t in d["inputs"].tolist() if t >= 0),
+                   frozenset(int(t) for t in d["outputs"].tolist() if t >= 0))  # fmt: skip
+            if len(sig.get(key, ())) == 1:
+                found.add(sig[key][0])
+    return found
 
 
 def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any]:
@@ -556,7 +586,7 @@ def measure(
             weights = weights_for(meas)  # often early, then every 8 batches (it costs a fit)
         specs = draw_specs(rng, cfg.batch, weights=weights)
         batch_load = load_now()
-        prepared: list[tuple[ChainSpec, Any, dict[str, Sampler], dict[str, Any]]] = []
+        prepared: list[tuple[ChainSpec, Any, bytes, dict[str, Sampler], dict[str, Any]]] = []
         for spec in specs:
             try:
                 model = build_chain(spec)
@@ -571,12 +601,12 @@ def measure(
                     samplers[config_name(ex, th)] = prepare_sampler(content, ex, th, cfg.sample_s)
                 except (EdgepartError, RuntimeError, ValueError) as err:
                     info[config_name(ex, th)] = str(err)[:200]
-            prepared.append((spec, model, samplers, info))
+            prepared.append((spec, model, content, samplers, info))
             if time.monotonic() > end:
                 break
         # sample round-robin, in a fresh random order each round; the canary opens each round
         allt = [
-            (ci, name, s) for ci, (_, _, ss, _) in enumerate(prepared) for name, s in ss.items()
+            (ci, name, s) for ci, (_, _, _, ss, _) in enumerate(prepared) for name, s in ss.items()
         ]
         canary_vals: list[float] = []
         n_rounds = cfg.rounds if any(not t[2].cpu_clock for t in allt) else cfg.cpu_rounds
@@ -590,7 +620,7 @@ def measure(
                 break  # the budget is spent: keep the rounds sampled so far
         best = min(canary.wall) if canary.wall else 1.0
         keep = {r for r, v in enumerate(canary_vals) if v <= _CANARY_LIMIT * best}
-        for spec, model, samplers, info in prepared:
+        for spec, model, content, samplers, info in prepared:
             stats, wall = {}, {}
             for ex, th in cfg.configs:
                 name = config_name(ex, th)
@@ -602,11 +632,11 @@ def measure(
             parts: dict[str, int] = {}
             note = "; ".join(f"{k}: {v}" for k, v in info.items())
             for ex in execs:
-                name = next(config_name(e, t) for e, t in cfg.configs if e == ex)
+                name, th = next((config_name(e, t), t) for e, t in cfg.configs if e == ex)
                 s = samplers.get(name)
                 try:
                     if ex == "xnnpack" and s is not None:
-                        owner, nodes = real_owner(s.it, model.main.num_ops)
+                        owner, nodes = real_owner(s.it, model.main.num_ops, content, th)
                         kernels[ex] = decompose(
                             model, ex, delegated=owner, partitions={"xnnpack": nodes}
                         )

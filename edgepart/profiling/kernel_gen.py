@@ -42,7 +42,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 6
+SAMPLER_VERSION = 7
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -1065,7 +1065,19 @@ class _Chain(_Blocks):
     def k_copy(self) -> None:
         x = self.anyt()
         r = len(x.shape)
-        kind = self.pick({"flatten": 0.4, "3d": 0.3, "expand": 0.15, "squeeze": 0.15})
+        var = 0.5 if self.spec.small else 0.2  # streaming models keep their state in variables
+        kind = self.pick({"variable": var, "flatten": 0.4, "3d": 0.3, "expand": 0.15,
+                          "squeeze": 0.15})  # fmt: skip
+        if kind == "variable":
+            # a resource variable: assigned, then read back (a streaming model's state; it
+            # reads before it assigns, but a read of a never-assigned variable fails)
+            h = self.tensor((), dtype=DType.RESOURCE)
+            self.op("VAR_HANDLE", [], [h], options={"shared_name": self.name("var")})
+            self.op("ASSIGN_VARIABLE", [h.idx, x.idx], [])
+            y = self.tensor(x.shape, like=x, q=x.q)
+            self.op("READ_VARIABLE", [h.idx], [y])
+            self.set(y)
+            return
         if kind == "flatten" or r < 2:
             shape: tuple[int, ...] = (1, _numel(x.shape))
         elif kind == "3d" and r == 4:
