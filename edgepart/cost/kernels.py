@@ -44,7 +44,10 @@ Control flow: ``IF`` costs its dearer branch, ``WHILE`` its condition and body o
 iteration (the trip count is read from the loop when it is a constant bound, else one
 iteration is assumed and the kernel is flagged), ``CALL_ONCE`` nothing after the first
 invocation. A recurrent op (``LSTM`` ...) is one ``rnn`` kernel per time step (its matrix
-products, gates and state updates; features of the step's fully connected product).
+products, gates and state updates; features of the step's fully connected product). The audio
+front-end ops are one ``fft`` class: ``RFFT2D``, and the custom ops ``AudioSpectrogram`` (a
+windowed real FFT per frame) and ``Mfcc`` (a mel filterbank and a DCT per frame) that LiteRT's
+builtin resolver ships, each with an ``opcode`` of its own.
 
 Vectorized: a 100,000-op graph decomposes in about a second (the claim of the ops included).
 """
@@ -84,7 +87,7 @@ FEATURES: tuple[str, ...] = (
     "w_bytes",  # constant (weight) bytes read
     "out_bytes",  # bytes written
     "macs",  # multiply-accumulates
-    "opcode",  # builtin code of the kernel's main op (-1: custom)
+    "opcode",  # builtin code of the kernel's main op (custom: -1, LiteRT's audio ops -2, -3)
     "dtype",  # compute dtype (DType code; 8-bit weights with float input: INT8)
     "h",  # output height (4-D NHWC), else 1
     "w",  # output width
@@ -175,7 +178,7 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
     ),
     # fast Fourier transforms (the spectrogram front ends of audio models; TFLite's
     # AudioSpectrogram custom op is a windowed real FFT per frame)
-    "fft": ("RFFT2D", "AudioSpectrogram"),
+    "fft": ("RFFT2D", "AudioSpectrogram", "Mfcc"),
     "pool": ("MAX_POOL_2D", "AVERAGE_POOL_2D", "L2_POOL_2D"),
     "reduce": (
         "MEAN",
@@ -216,6 +219,8 @@ _CLAMP_PRODUCERS = frozenset(
      "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", *_CLAMPS}
 )  # fmt: skip
 _COPIES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
+# the custom ops LiteRT's builtin resolver ships that have a kernel class: a code of their own
+_CUSTOM_CODES = {"AudioSpectrogram": -2.0, "Mfcc": -3.0}
 _ACCEL_FUSE_INTO = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"})
 _ACCEL_FUSABLE = frozenset(
     {"ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
@@ -672,14 +677,19 @@ def _base_features(
     )
     # a custom op has no work rule: input pixels x kernel taps x output x input channels
     out[tconv, F["macs"]] = out[tconv, F["rows"]] * out[tconv, F["red"]] * out[tconv, F["cin"]]
-    # an FFT of size n: about n/2 log2(n) butterflies per transform
+    # an FFT of size n: about n/2 log2(n) butterflies per transform; MFCC: filterbank and DCT
     fft = np.flatnonzero(
         np.array([class_of_op(sigs[i].op) == "fft" for i in rep.tolist()])[
             np.asarray(inv).reshape(-1)
         ]
     )
     size = np.maximum(out[fft, F["red"]], 2.0)
-    out[fft, F["macs"]] = out[fft, F["rows"]] * size * np.log2(size) / 2
+    mfcc = out[fft, F["opcode"]] == _CUSTOM_CODES["Mfcc"]
+    out[fft, F["macs"]] = np.where(
+        mfcc,
+        out[fft, F["rows"]] * (size + out[fft, F["cin"]] * out[fft, F["cout"]]),
+        out[fft, F["rows"]] * size * np.log2(size) / 2,
+    )
     return out
 
 
@@ -717,7 +727,7 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
     yshape = _dims(y.shape) if y is not None else ()
     xshape = _dims(x.shape) if x is not None else ()
     g["n_out"] = float(_numel(yshape)) if y is not None else 0.0
-    g["opcode"] = float(code) if s.op in opnames.BUILTIN_CODES else -1.0
+    g["opcode"] = float(code) if s.op in opnames.BUILTIN_CODES else _CUSTOM_CODES.get(s.op, -1.0)
     g["n_in"] = float(sum(1 for t in ins if t is not None and not t.const))
     g.update(h=1.0, w=1.0, kh=1.0, kw=1.0, sh=1.0, sw=1.0, dil=1.0, rows=1.0, red=1.0, steps=1.0)
     if xshape:
@@ -804,6 +814,12 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
             if cls == "concat"
             else float(len(s.outputs))
         )
+    elif name == "Mfcc" and len(yshape) >= 2 and xshape:
+        # per frame: a mel filterbank over the spectrogram's bins into "cin" channels, then a
+        # DCT of those to "cout" coefficients (TFLite's kernel also rebuilds both per call)
+        g["rows"] = float(_numel(yshape[:-1]))
+        g["red"] = float(xshape[-1])
+        g["cin"] = float(_iopt(s, "filterbank_channel_count", 40))
     elif cls == "fft" and len(yshape) >= 2:
         # "red" is the transform size, "rows" the transforms. RFFT2D: a real 2-D transform of
         # the last two axes, fft_length [fh, fw] giving fh x (fw/2 + 1) outputs. The

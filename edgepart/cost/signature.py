@@ -26,6 +26,7 @@ import numpy as np
 from edgepart.cost.rules import Ctx
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Subgraph
+from edgepart.tflite.litert_safety import FLEX_OPTION_KEYS, custom_option_values
 
 __all__ = [
     "GroupSig",
@@ -224,6 +225,8 @@ def op_signatures(sg: Subgraph, ops: Sequence[int] | np.ndarray | None = None) -
         o = opts[i]
         if o is None:
             o = opts2[i]
+        if o is None and base[k][0] in FLEX_OPTION_KEYS:  # LiteRT's custom audio ops ...
+            o = custom_option_values(base[k][0], sg.op_custom_options[i])
         found = None
         for rep, sig in seen[k]:
             if rep == o:

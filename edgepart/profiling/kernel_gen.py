@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from flatbuffers import flexbuffers
 
 from edgepart.ir.builder import ModelBuilder, SubgraphBuilder
 from edgepart.ir.dtypes import DType
@@ -42,7 +43,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 7
+SAMPLER_VERSION = 8
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -1212,8 +1213,13 @@ class _Chain(_Blocks):
         self.set(y)
 
     def k_fft(self) -> None:
-        """A real FFT (``RFFT2D``) of framed signals, then the magnitude (or a part) of its
-        complex result: the spectrogram front end of audio models."""
+        """The front end of audio models: a real FFT (``RFFT2D``) of framed signals, then the
+        magnitude (or a part) of its complex result; or the custom ops LiteRT's builtin
+        resolver ships, ``AudioSpectrogram`` (windowed FFTs of a waveform) and ``Mfcc`` (mel
+        filterbank and DCT of a spectrogram)."""
+        kind = self.pick({"rfft": 0.6, "spectrogram": 0.2, "mfcc": 0.2})
+        if kind != "rfft":
+            return self._audio_custom(kind == "mfcc")
         n = int(self.pick({32: 0.5, 64: 0.7, 128: 1.0, 256: 1.3, 512: 1.5, 1024: 1.5, 2048: 1.2,
                            4096: 0.5}))  # fmt: skip
         if self.spec.small:
@@ -1227,6 +1233,40 @@ class _Chain(_Blocks):
         z = self.tensor(y.shape, dtype=F32)
         self.op(str(self.pick({"COMPLEX_ABS": 0.7, "REAL": 0.15, "IMAG": 0.15})), [y.idx], [z])
         self.set(z)
+
+    def _audio_custom(self, mfcc: bool) -> None:
+        window = int(self.pick({64: 0.5, 128: 1.0, 256: 1.5, 400: 1.0, 480: 0.7, 512: 1.0,
+                                1024: 0.7, 2048: 0.3}))  # fmt: skip
+        if self.spec.small:
+            window = min(window, 64)
+        n = 1 << (window - 1).bit_length()  # the FFT length: the next power of two
+        stride = max(window // int(self.pick({1: 0.3, 2: 1.0, 3: 0.3, 4: 0.5})), 1)
+        frames = max(1, min(self.logu(1, 512), MAX_ELEMS // (n // 2 + 1)))
+        if mfcc and self.u() < 0.5:  # on a spectrogram of its own (magnitudes: >= 0)
+            x = self.new_input((1, frames, n // 2 + 1), F32)
+            spec = self.tensor(x.shape, dtype=F32)
+            self.op("ABS", [x.idx], [spec])
+        else:
+            channels = 1 if self.u() < 0.9 else 2
+            x = self.new_input((window + stride * (frames - 1), channels), F32)
+            spec = self.tensor((channels, frames, n // 2 + 1), dtype=F32)
+            opts = {"magnitude_squared": self.u() < 0.7, "stride": stride, "window_size": window}
+            self.op("AudioSpectrogram", [x.idx], [spec], custom_options=flexbuffers.Dumps(opts))
+            self.macs += channels * frames * n * max(n.bit_length() - 1, 1) // 2
+            if not mfcc:
+                self.set(spec)
+                return
+        chans = int(self.pick({20: 0.5, 26: 0.5, 32: 0.7, 40: 1.5, 64: 0.7, 80: 0.5}))
+        chans = min(chans, max(spec.shape[-1] // 2, 8))  # no more channels than bins feed
+        dct = min(chans, int(self.pick({10: 0.5, 12: 0.5, 13: 1.0, 20: 0.5, 40: 0.5})))
+        upper = float(self.pick({4000.0: 1.0, 7600.0: 0.7, 8000.0: 0.3}))
+        mf: dict[str, float] = {"dct_coefficient_count": dct, "filterbank_channel_count": chans,
+                "lower_frequency_limit": 20.0, "upper_frequency_limit": upper}  # fmt: skip
+        rate = self.g.constant(self.name("rate"), np.array(16000, np.int32))
+        y = self.tensor((*spec.shape[:-1], dct), dtype=F32)
+        self.op("Mfcc", [spec.idx, rate], [y], custom_options=flexbuffers.Dumps(mf))
+        self.macs += _numel(spec.shape[:-1]) * (spec.shape[-1] + chans * dct)
+        self.set(y)
 
     def k_rnn(self) -> None:
         """A unidirectional sequence LSTM (what Keras LSTM layers convert to): four gates, the

@@ -20,13 +20,22 @@ Everything that reaches an interpreter goes through :func:`check_model` first: p
 from __future__ import annotations
 
 import itertools
+import struct
 from collections.abc import Sequence
+
+from flatbuffers import flexbuffers
 
 from edgepart.errors import UnsupportedOpError
 from edgepart.ir.graph import Model, subgraph_refs
 from edgepart.schema.opnames import CALLING_BUILTINS, CUSTOM
 
-__all__ = ["FLEX_OPTION_KEYS", "check_custom_options", "check_model", "check_recursion"]
+__all__ = [
+    "FLEX_OPTION_KEYS",
+    "check_custom_options",
+    "check_model",
+    "check_recursion",
+    "custom_option_values",
+]
 
 FLEX_OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "AudioSpectrogram": ("window_size", "stride", "magnitude_squared"),
@@ -155,6 +164,28 @@ def check_custom_options(op: str, options: bytes | None) -> str | None:
         reads = ", ".join(FLEX_OPTION_KEYS[op])
         return f"custom_options lacks {missing[0]!r} (the kernel reads {reads})"
     return None
+
+
+def custom_option_values(op: str, options: bytes | None) -> dict[str, int | float] | None:
+    """The numbers in the options of a custom op LiteRT's builtin resolver ships (the keys of
+    :data:`FLEX_OPTION_KEYS`; booleans as 0/1), or None when :func:`check_custom_options`
+    finds them unsafe or ``op`` is not such an op."""
+    if op not in FLEX_OPTION_KEYS or check_custom_options(op, options) is not None:
+        return None
+    try:
+        doc = flexbuffers.Loads(bytes(options or b""))
+    except (ValueError, TypeError, IndexError, KeyError, struct.error):  # pragma: no cover
+        return None  # checked above: a well-formed map of scalars
+    if not isinstance(doc, dict):  # pragma: no cover - checked above
+        return None
+    out: dict[str, int | float] = {}
+    for k in FLEX_OPTION_KEYS[op]:
+        v = doc.get(k)
+        if isinstance(v, bool):
+            out[k] = int(v)
+        elif isinstance(v, (int, float)):
+            out[k] = v
+    return out
 
 
 def _flex_map_keys(buf: bytes) -> set[str]:

@@ -230,3 +230,17 @@ def test_an_absurd_arena_is_not_allocated_as_written(tmp_path, small_model, size
     proc = cli(*args, "--stream", "4")
     one_line_error(proc)
     assert "arena" in proc.stderr
+
+
+def test_custom_option_values_reads_only_safe_options():
+    from flatbuffers import flexbuffers
+
+    from edgepart.tflite.litert_safety import custom_option_values
+
+    good = flexbuffers.Dumps({"window_size": 256, "stride": 128, "magnitude_squared": True})
+    assert custom_option_values("AudioSpectrogram", good) == {
+        "window_size": 256, "stride": 128, "magnitude_squared": 1}  # fmt: skip
+    assert custom_option_values("AudioSpectrogram", good[:-3]) is None  # truncated
+    assert custom_option_values("AudioSpectrogram", None) is None
+    assert custom_option_values("Mfcc", good) is None  # lacks the keys Mfcc reads
+    assert custom_option_values("MyOp", good) is None  # not an op LiteRT ships
