@@ -101,7 +101,7 @@ FEATURES: tuple[str, ...] = (
     "rows",  # independent rows: output pixels (N*H*W), FC/matmul rows, reduce outer size
     "red",  # reduction length: MACs per output, reduced elements per output, concat axis run
     "n_in",  # variable inputs (concat: inputs)
-    "bcast",  # binary ops: 0 equal shapes, 1 a scalar operand, 2 other broadcast
+    "bcast",  # binary ops: 0 equal shapes, 1 a scalar operand, 2 broadcast, 3 one value a row
     "steps",  # repeats folded into one kernel (recurrent time steps), else 1
     "ctx_bytes",  # per-invocation footprint of the whole (sub)graph: weights + activations
 )
@@ -800,7 +800,11 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
         if any(sz == 1 for sz in sizes) and ny > 1:
             g["bcast"] = 1.0
         elif any(sz != ny for sz in sizes):
-            g["bcast"] = 2.0
+            # an operand that is one value per row (a layer norm's mean): the kernel works a
+            # row at a time; else it varies along the last axis (a vector of channels)
+            last = yshape[-1] if yshape else 1
+            per_row = any(t.shape and _dims(t.shape)[-1] == 1 for t in vs) and last > 1
+            g["bcast"] = 3.0 if per_row else 2.0
         g["rows"] = float(ny)
     elif cls in ("concat", "split"):
         axis = _iopt(s, "axis", 0)

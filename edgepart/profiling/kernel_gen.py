@@ -43,7 +43,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 8
+SAMPLER_VERSION = 9
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -903,11 +903,14 @@ class _Chain(_Blocks):
             op = str(self.pick({"ADD": 0.35, "MUL": 0.3, "SUB": 0.1, "DIV": 0.05,
                                 "MAXIMUM": 0.05, "MINIMUM": 0.05, "SQUARED_DIFFERENCE": 0.05,
                                 "PRELU": 0.05}))  # fmt: skip
-        kind = str(self.pick({"same": 0.45, "channel": 0.3, "scalar": 0.2, "bcast": 0.05}))
-        if op == "PRELU":
+        kind = str(self.pick({"same": 0.45, "channel": 0.3, "scalar": 0.2, "bcast": 0.05,
+                              "row": 0.1}))  # fmt: skip
+        if op == "PRELU" or (kind == "row" and (len(x.shape) < 2 or x.shape[-1] == 1)):
             kind = "channel"
         c = x.shape[-1]
-        if kind == "same":
+        if kind == "row":  # one value per row (a layer norm's mean and variance)
+            other = self.new_input((*x.shape[:-1], 1)).idx
+        elif kind == "same":
             same = [t for t in self.pool[:-1] if t.shape == x.shape and t.dtype == x.dtype]
             other = same[-1].idx if same and self.u() < 0.7 else self.new_input(x.shape).idx
         elif kind == "bcast" and len(x.shape) == 4:

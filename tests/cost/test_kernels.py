@@ -221,3 +221,18 @@ def test_an_fft_is_its_own_kernel_class_with_n_log_n_work():
         f = k.features[0]
         assert f[F["rows"]] == 43 and f[F["red"]] == 2048
         assert f[F["macs"]] == pytest.approx(43 * 2048 * 11 / 2)
+
+
+def test_binary_broadcasts_are_told_apart():
+    g = G((1, 16, 32))
+    same = g.add(g.x0, g.x0, (1, 16, 32))
+    scalar = g.add(same, g.c(np.ones(1, np.float32)), (1, 16, 32))
+    channel = g.add(scalar, g.c(np.ones(32, np.float32)), (1, 16, 32))
+    mean = g.t((1, 16, 1))
+    g.g.op("MEAN", [channel, g.c(np.array([2], np.int32))], [mean], options={"keep_dims": True})
+    row = g.add(channel, mean, (1, 16, 32))
+    m = g.build(row)
+    for ex in ("xnnpack", "builtin"):
+        k = decompose(m, ex)
+        bc = {k.ops[i][0]: k.features[i][F["bcast"]] for i in range(len(k))}
+        assert [bc[0], bc[1], bc[2], bc[4]] == [0, 1, 2, 3], (ex, bc)
