@@ -32,6 +32,13 @@ fresh random order each round), and the comparison is repeated ``--runs`` times.
 thread the measured figure is the 10th percentile of CPU time per invocation (robust to
 preemption on a shared machine); wall time is reported too. Per configuration it prints the
 shares within +-5% and +-10% and the median error of each run and of the medians over runs.
+``--baseline OTHER`` judges a second predictor (another calibration, or the previous code's)
+on the same measurements: this machine's speed drifts by several percent between runs, so two
+predictors compare only against one set of measurements. ``--probe host.measurements.npz``
+times ``--probe-chains`` of the calibration's own chains again among the models: the median
+ratio now/then per configuration is the machine's drift since calibration, printed, and the
+shares are printed a second time with the predictions scaled by it (a diagnostic that tells
+the predictor's error from the machine's; the figures without it are the result).
 The model set is the corpus (``tools/build_corpus.py``, the default set plus
 ``mobilenet_v2_224`` and ``resnet50``) and every real-model corpus model LiteRT runs
 (``tools/real_models.py``), with the input shapes its manifest gives.
@@ -41,6 +48,7 @@ Usage::
     python benchmarks/fidelity.py [--executors xnnpack,builtin] [--threads 1] [--runs 1]
                                   [--models a,b|all] [--extra DIR] [--json OUT]
     python benchmarks/fidelity.py --mode predictor --predictor host.predictor.json [--runs 3]
+                                  [--baseline other.predictor.json] [--probe MEASUREMENTS]
                                   [--models a,b] [--rounds 9] [--json OUT]
 """
 
@@ -223,9 +231,11 @@ def predictor_mode(args: argparse.Namespace) -> int:
     from edgepart.tflite.reader import read_model
 
     pred = load_predictor(args.predictor)
+    base = load_predictor(args.baseline) if args.baseline else None
     configs = [(n, c.executor, c.threads) for n, c in sorted(pred.configs.items())]
     models = predictor_models(None if args.models in (None, "all") else args.models.split(","))
     preds: dict[tuple[str, str], float] = {}
+    base_preds: dict[tuple[str, str], float] = {}
     contents: dict[str, tuple[bytes, dict[str, list[int]] | None]] = {}
     for name, (path, shapes) in models.items():
         model = read_model(path)
@@ -236,16 +246,31 @@ def predictor_mode(args: argparse.Namespace) -> int:
                 sg = resolved_subgraph(model, content, shapes)
             for e in estimate_model(model, pred, sg=sg):
                 preds[(name, e.config)] = e.seconds
+            for e in estimate_model(model, base, sg=sg) if base is not None else []:
+                base_preds[(name, e.config)] = e.seconds
         except Exception as err:
             print(f"{name}: cannot predict ({type(err).__name__}: {err})")
             continue
         contents[name] = (content, shapes)
+    probe = _drift_probe(args, [c for c, _, _ in configs]) if args.probe else {}
     rows: list[dict[str, object]] = []
+    drift: dict[str, list[float]] = {}
     t0 = time.perf_counter()
     for run in range(args.runs):
         load0 = os.getloadavg()[0]
-        timings = measure_models(contents, configs, rounds=args.rounds, seed=run)
+        timed = {**contents, **{k: (v[0], None) for k, v in probe.items()}}
+        timings = measure_models(timed, configs, rounds=args.rounds, seed=run)
         load1 = os.getloadavg()[0]
+        if probe:
+            ratios: dict[str, list[float]] = {}
+            for t in timings:
+                now = t.value("p10", "auto")
+                if t.name in probe and now is not None and t.config in probe[t.name][1]:
+                    ratios.setdefault(t.config, []).append(now / probe[t.name][1][t.config])
+            for c, vals in sorted(ratios.items()):
+                drift.setdefault(c, []).append(statistics.median(vals))
+            speeds = ", ".join(f"{c} {v[-1]:.3f}" for c, v in sorted(drift.items()))
+            print(f"machine speed against calibration (its chains timed again, now/then): {speeds}")
         for t in timings:
             p = preds.get((t.name, t.config))
             meas = t.value("p10", "auto")
@@ -278,15 +303,36 @@ def predictor_mode(args: argparse.Namespace) -> int:
                 continue
             m = statistics.median(float(r["meas_s"]) for r in rs)  # type: ignore[arg-type]
             p = float(rs[0]["pred_s"])  # type: ignore[arg-type]
-            med.append({"model": name, "config": c, "pred_s": p, "meas_s": m, "err": p / m - 1})
+            row: dict[str, object] = {"model": name, "config": c, "pred_s": p, "meas_s": m,
+                                      "err": p / m - 1}  # fmt: skip
+            if (name, c) in base_preds:
+                row["base_pred_s"] = base_preds[(name, c)]
+                row["base_err"] = base_preds[(name, c)] / m - 1
+            med.append(row)
     for c, _, _ in configs:
         print(f"-- {c}")
         for r in [r for r in med if r["config"] == c]:
             print(
                 f"   {r['model']:<40} measured {float(r['meas_s']) * 1e6:>11.1f} us  predicted "  # type: ignore[arg-type]
                 f"{float(r['pred_s']) * 1e6:>11.1f} us  {float(r['err']):>+7.1%}"  # type: ignore[arg-type]
+                + (f"  baseline {float(r['base_err']):>+7.1%}" if "base_err" in r else "")  # type: ignore[arg-type]
             )
     _predictor_summary(med, configs)
+    if drift:  # the predictions scaled by how much slower the machine runs than at calibration
+        factor = {c: statistics.median(v) for c, v in drift.items()}
+        print(
+            "drift-corrected (predictions times the machine's speed against calibration: "
+            + ", ".join(f"{c} {f:.3f}" for c, f in sorted(factor.items()))
+            + "), same measurements:"
+        )
+        for r in med:
+            if r["config"] in factor:
+                r["drift"] = factor[str(r["config"])]
+                r["drift_err"] = float(r["pred_s"]) * r["drift"] / float(r["meas_s"]) - 1  # type: ignore[arg-type, operator]
+        _predictor_summary([{**r, "err": r["drift_err"]} for r in med if "drift_err" in r], configs)
+    if base_preds:  # the baseline predictor on the same measurements: a drift-free comparison
+        print(f"baseline {args.baseline}, same measurements:")
+        _predictor_summary([{**r, "err": r["base_err"]} for r in med if "base_err" in r], configs)
     loads = [float(r["load"]) for r in rows]  # type: ignore[arg-type]
     if loads:
         print(f"load average during the runs: {min(loads):.1f} .. {max(loads):.1f}")
@@ -296,6 +342,35 @@ def predictor_mode(args: argparse.Namespace) -> int:
             json.dumps({"runs": rows, "medians": med}, indent=1, sort_keys=True) + "\n"
         )
     return 0
+
+
+def _drift_probe(
+    args: argparse.Namespace, configs: list[str]
+) -> dict[str, tuple[bytes, dict[str, float]]]:
+    """``--probe-chains`` chains of the calibration's measurements (``--probe FILE``), rebuilt
+    from their specs, with the latency each configuration measured then: timed again among the
+    models, they tell how much faster or slower the machine runs now than at calibration."""
+    import numpy as np
+
+    from edgepart.profiling.calibrate import chains_for, load_measurements
+    from edgepart.profiling.kernel_gen import build_chain
+    from edgepart.tflite.writer import write_model
+
+    meas = load_measurements(args.probe)
+    then: dict[int, dict[str, float]] = {}
+    specs = {}
+    for c in configs:
+        for rec, total in chains_for(meas, c, "p10"):
+            then.setdefault(id(rec), {})[c] = total
+            specs[id(rec)] = rec.spec
+    both = sorted((k for k, v in then.items() if len(v) == len(configs)),
+                  key=lambda k: json.dumps(specs[k].to_json(), sort_keys=True))  # fmt: skip
+    rng = np.random.default_rng(0)
+    pick = rng.choice(len(both), size=min(args.probe_chains, len(both)), replace=False)
+    return {
+        f"probe:{specs[both[i]].seed}": (write_model(build_chain(specs[both[i]])), then[both[i]])
+        for i in sorted(pick.tolist())
+    }
 
 
 def _predictor_summary(rows: list[dict[str, object]], configs: list[tuple[str, str, int]]) -> None:
@@ -314,6 +389,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=("table", "predictor"), default="table")
     ap.add_argument("--predictor", help="predictor file (--mode predictor)")
+    ap.add_argument(
+        "--probe",
+        help="the calibration's measurements (host.measurements.npz, --mode predictor): some of "
+        "its chains are timed again among the models, to tell the machine's drift since",
+    )
+    ap.add_argument("--probe-chains", type=int, default=48, help="chains --probe times again")
+    ap.add_argument(
+        "--baseline",
+        help="another predictor file judged on the same measurements (--mode predictor): the "
+        "machine's speed drifts between runs, so two predictors compare only in one run",
+    )
     ap.add_argument("--rounds", type=int, default=9, help="samples per model per run (predictor)")
     ap.add_argument("--executors", default="xnnpack,builtin")
     ap.add_argument("--threads", type=int, default=1)

@@ -1,11 +1,13 @@
 #!/bin/sh
 # Issue 13's acceptance figures in one command (run it on a quiet machine: `uptime` < 1.5).
 #
-#   sh benchmarks/latency_acceptance.sh [OUT_DIR] [BUDGET_MIN] [RUNS]
+#   sh benchmarks/latency_acceptance.sh [OUT_DIR] [BUDGET_MIN] [RUNS] [BASELINE_PREDICTOR]
 #
 # 1. calibrates this host (generated kernel chains only, no test model) within the budget;
 # 2. predicts every corpus and real-model corpus model LiteRT runs, on XNNPACK with 1 and 2
-#    threads and builtin kernels with 1 thread, and measures them, RUNS interleaved runs;
+#    threads and builtin kernels with 1 thread, and measures them, RUNS interleaved runs
+#    (BASELINE_PREDICTOR, e.g. an earlier calibration's, is judged on the same measurements;
+#    48 calibration chains timed again among the models tell the machine's drift since);
 # 3. the table mode (profile each model, then predict it) on the same models, XNNPACK and
 #    builtin kernels, 1 thread;
 # 4. the Pixel 3 / Pixel 4 leave-one-model-out errors on TFLite's published figures;
@@ -15,12 +17,15 @@ set -eu
 OUT=${1:-acceptance-out}
 BUDGET=${2:-30}
 RUNS=${3:-3}
+BASELINE=${4:-}
 mkdir -p "$OUT"
 echo "load before: $(cat /proc/loadavg)"
 python -m edgepart calibrate --host --budget "$BUDGET" -o "$OUT/host" --no-progress | tee "$OUT/calibrate.txt"
 echo "load: $(cat /proc/loadavg)"
 python benchmarks/fidelity.py --mode predictor --predictor "$OUT/host/host.predictor.json" \
-    --runs "$RUNS" --json "$OUT/predictor.json" | tee "$OUT/predictor.txt"
+    --runs "$RUNS" --probe "$OUT/host/host.measurements.npz" ${BASELINE:+--baseline "$BASELINE"} \
+    --json "$OUT/predictor.json" \
+    | tee "$OUT/predictor.txt"
 echo "load: $(cat /proc/loadavg)"
 python benchmarks/fidelity.py --mode table --models all --executors xnnpack,builtin \
     --threads 1 --runs 2 --json "$OUT/table.json" | tee "$OUT/table.txt"
