@@ -176,8 +176,8 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
         "COS",
         "COMPLEX_ABS",
     ),
-    # fast Fourier transforms (the spectrogram front ends of audio models; TFLite's
-    # AudioSpectrogram custom op is a windowed real FFT per frame)
+    # the front ends of audio models: fast Fourier transforms, TFLite's AudioSpectrogram
+    # custom op (a windowed real FFT per frame) and its Mfcc (mel filterbank and DCT per frame)
     "fft": ("RFFT2D", "AudioSpectrogram", "Mfcc"),
     "pool": ("MAX_POOL_2D", "AVERAGE_POOL_2D", "L2_POOL_2D"),
     "reduce": (

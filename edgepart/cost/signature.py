@@ -6,7 +6,10 @@ that and renders a canonical, human-readable key::
 
     CONV_2D:1(FLOAT32[1,8,8,16],c:FLOAT32[16,3,3,16],c:FLOAT32[16])->(FLOAT32[1,8,8,16]){...}
 
-``c:`` marks a constant (weights prepared once). The *family* of a signature drops the shapes
+``c:`` marks a constant (weights prepared once). The custom ops LiteRT's builtin resolver
+ships (``AudioSpectrogram``, ``Mfcc`` ...) have the numbers of their FlexBuffer options as
+their options, once :func:`edgepart.tflite.litert_safety.check_custom_options` finds them safe.
+The *family* of a signature drops the shapes
 (keeps ranks): ops of one family differ only in size, so the latency of one can be scaled from
 another (see :mod:`edgepart.cost.table`). A fused group's key joins its members' keys with the
 edges between them.
@@ -225,7 +228,7 @@ def op_signatures(sg: Subgraph, ops: Sequence[int] | np.ndarray | None = None) -
         o = opts[i]
         if o is None:
             o = opts2[i]
-        if o is None and base[k][0] in FLEX_OPTION_KEYS:  # LiteRT's custom audio ops ...
+        if o is None and base[k][0] in FLEX_OPTION_KEYS:  # a custom op LiteRT ships
             o = custom_option_values(base[k][0], sg.op_custom_options[i])
         found = None
         for rep, sig in seen[k]:

@@ -1238,6 +1238,8 @@ class _Chain(_Blocks):
         self.set(z)
 
     def _audio_custom(self, mfcc: bool) -> None:
+        """An ``AudioSpectrogram`` of a waveform, or an ``Mfcc`` of a spectrogram (its own, or
+        an ``AudioSpectrogram``'s), with window, stride and mel channels as speech models use."""
         window = int(self.pick({64: 0.5, 128: 1.0, 256: 1.5, 400: 1.0, 480: 0.7, 512: 1.0,
                                 1024: 0.7, 2048: 0.3}))  # fmt: skip
         if self.spec.small:
