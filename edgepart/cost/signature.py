@@ -9,10 +9,9 @@ that and renders a canonical, human-readable key::
 ``c:`` marks a constant (weights prepared once). The custom ops LiteRT's builtin resolver
 ships (``AudioSpectrogram``, ``Mfcc`` ...) have the numbers of their FlexBuffer options as
 their options, once :func:`edgepart.tflite.litert_safety.check_custom_options` finds them safe.
-The *family* of a signature drops the shapes
-(keeps ranks): ops of one family differ only in size, so the latency of one can be scaled from
-another (see :mod:`edgepart.cost.table`). A fused group's key joins its members' keys with the
-edges between them.
+The *family* of a signature drops the shapes (keeps ranks): ops of one family differ only in
+size, so the latency of one can be scaled from another (see :mod:`edgepart.cost.table`). A fused
+group's key joins its members' keys with the edges between them.
 
 :func:`op_signatures` computes every op's signature with one NumPy pass that first groups ops of
 identical structure, so a 100,000-op graph builds only its distinct signatures.
