@@ -368,7 +368,7 @@ def _drift_probe(
     rng = np.random.default_rng(0)
     pick = rng.choice(len(both), size=min(args.probe_chains, len(both)), replace=False)
     return {
-        f"probe:{specs[both[i]].seed}": (write_model(build_chain(specs[both[i]])), then[both[i]])
+        f"probe:{i}": (write_model(build_chain(specs[both[i]])), then[both[i]])
         for i in sorted(pick.tolist())
     }
 
