@@ -8,9 +8,9 @@ holds, per *configuration* (an executor and a thread count, e.g. ``xnnpack_2t``)
 - per kernel type (``xnn.conv``, ``tfl.binary``, ``gpu.conv`` ...) a :class:`KernelModel`:
   a non-negative linear *base* over work terms (a fixed cost per kernel plus seconds per
   million MACs and per megabyte read, written and of weights), times ``exp`` of a tree
-  ensemble over the kernel's features (:data:`edgepart.cost.kernels.FEATURES`) that captures
-  what the base misses (tile shapes, cache effects, per-op code paths). Either part may be
-  absent;
+  ensemble over the kernel's features (:data:`edgepart.cost.kernels.FEATURES`, plus the
+  derived :data:`DERIVED`) that captures what the base misses (tile shapes, cache effects,
+  per-op code paths). Either part may be absent;
 - the cross-validated error of each kernel type and of whole chains, which becomes the
   uncertainty band of every prediction.
 
@@ -42,7 +42,9 @@ from edgepart.schema import opnames
 
 __all__ = [
     "BASIS",
+    "DERIVED",
     "FORMAT",
+    "TREE_INPUTS",
     "VERSION",
     "ConfigPredictor",
     "KernelModel",
@@ -52,6 +54,7 @@ __all__ = [
     "TreeEnsemble",
     "basis_matrix",
     "load_predictor",
+    "tree_matrix",
 ]
 
 FORMAT = "edgepart-latency-predictor"
@@ -59,6 +62,14 @@ VERSION = 1
 OBTAINED = ("measured", "calibrated", "estimated")
 BASIS = ("one", "macs_m", "macs16_m", "macs32_m", "in_mb", "out_mb", "w_mb")
 _F = {n: k for k, n in enumerate(FEATURES)}
+# Columns computed from the features for the trees: the output channels in the last tile of
+# 8, 16 and 32 (1 .. N). GEMM libraries pick their micro-kernel's width by what the last tile
+# wastes: XNNPACK's float GEMM on AVX-512 runs 32-wide tiles, but a 16-wide kernel when at most
+# 16 channels are left over, and that kernel streams weights at half the rate (a fully
+# connected layer of 136 outputs takes twice the time of one of 128). A tree cannot find such
+# a periodic rule in the raw channel count.
+DERIVED = ("cout_tail8", "cout_tail16", "cout_tail32")
+TREE_INPUTS = FEATURES + DERIVED
 _WHILE = opnames.builtin_code("WHILE")
 _IF = opnames.builtin_code("IF")
 
@@ -82,12 +93,20 @@ def basis_matrix(features: np.ndarray) -> np.ndarray:
     return out
 
 
+def tree_matrix(features: np.ndarray) -> np.ndarray:
+    """``[n, len(TREE_INPUTS)]``: the features and the :data:`DERIVED` columns."""
+    f = np.asarray(features, dtype=np.float64)
+    cout = np.maximum(f[:, _F["cout"]], 1.0)
+    tails = [np.mod(cout - 1.0, n) + 1.0 for n in (8, 16, 32)]
+    return np.column_stack([f, *tails])
+
+
 # ---------------------------------------------------------------------------- trees
 
 
 @dataclass
 class TreeEnsemble:
-    """Regression trees over feature columns ``features``, flattened into arrays.
+    """Regression trees over columns ``features`` of :func:`tree_matrix`, flattened into arrays.
 
     Internal nodes have ``feat >= 0`` and go to ``left`` when ``x[feat] <= thr``; leaves have
     ``feat == -1`` and hold ``value``. ``combine`` is ``sum`` (boosting, learning rate folded
@@ -108,7 +127,7 @@ class TreeEnsemble:
         return len(self.roots)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """The ensemble's output for rows ``x`` (``[n, len(FEATURES)]``)."""
+        """The ensemble's output for rows ``x`` (``[n, len(TREE_INPUTS)]``)."""
         n = len(x)
         if n == 0 or len(self.roots) == 0:
             return np.zeros(n)
@@ -130,7 +149,7 @@ class TreeEnsemble:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "features": [FEATURES[i] for i in self.features],
+            "features": [TREE_INPUTS[i] for i in self.features],
             "combine": self.combine,
             "depth": int(self.depth),
             "roots": self.roots.tolist(),
@@ -144,9 +163,9 @@ class TreeEnsemble:
     @staticmethod
     def from_json(d: Mapping[str, Any], where: str) -> TreeEnsemble:
         try:
-            feats = tuple(FEATURES.index(str(f)) for f in d["features"])
+            feats = tuple(TREE_INPUTS.index(str(f)) for f in d["features"])
         except ValueError as err:
-            raise PredictorError(f"{where}.features: {err}; known: {list(FEATURES)}") from None
+            raise PredictorError(f"{where}.features: {err}; known: {list(TREE_INPUTS)}") from None
         arrays = {}
         for k, dt in (("roots", np.int64), ("feat", np.int64), ("left", np.int64),
                       ("right", np.int64), ("thr", np.float64), ("value", np.float64)):  # fmt: skip
@@ -215,7 +234,8 @@ class KernelModel:
         b = self.base(features)
         if self.trees is None or len(self.trees) == 0:
             return b
-        out: np.ndarray = b * np.exp(np.clip(self.trees.predict(features), -5.0, 5.0))
+        g = self.trees.predict(tree_matrix(features))
+        out: np.ndarray = b * np.exp(np.clip(g, -5.0, 5.0))
         return out
 
     def to_json(self) -> dict[str, Any]:

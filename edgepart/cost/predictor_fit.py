@@ -46,10 +46,12 @@ import numpy as np
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.cost.predictor import (
     BASIS,
+    TREE_INPUTS,
     ConfigPredictor,
     KernelModel,
     TreeEnsemble,
     basis_matrix,
+    tree_matrix,
 )
 from edgepart.errors import PredictorError, UsageError
 
@@ -292,10 +294,10 @@ class _Trees:
         )
 
 
-# Every feature but the repeat count and the graph's footprint: real models are far larger
+# Every tree input but the repeat count and the graph's footprint: real models are far larger
 # than any chain, so a tree splitting on the footprint only ever extrapolates (and learns the
 # busy moments of the few large chains rather than cache behaviour).
-TREE_FEATURES = tuple(_F[n] for n in FEATURES if n not in ("steps", "ctx_bytes"))
+TREE_FEATURES = tuple(k for k, n in enumerate(TREE_INPUTS) if n not in ("steps", "ctx_bytes"))
 
 
 def _loss(d: ChainData, p: np.ndarray, chains: np.ndarray | None = None) -> float:
@@ -338,7 +340,7 @@ def fit_gbt(
     known = d.fixed + d.offset
     # float32 C-contiguous rows: scikit-learn's tree then skips its input checks (most of a
     # small tree's fitting time)
-    xs = np.ascontiguousarray(d.x[:, list(TREE_FEATURES)], dtype=np.float32)
+    xs = np.ascontiguousarray(tree_matrix(d.x)[:, list(TREE_FEATURES)], dtype=np.float32)
     per_type = []
     for t, rows in rows_of.items():
         tr = rows[train_rows[rows]]
@@ -399,7 +401,7 @@ def fit_rf(
     _, forest_cls = _sklearn()
     base = _base_rows(d, coef)
     g = np.zeros(len(base))
-    xs = d.x[:, list(TREE_FEATURES)]
+    xs = tree_matrix(d.x)[:, list(TREE_FEATURES)]
     models: dict[int, _Trees] = {}
     for _ in range(passes):
         p = base * np.exp(g)

@@ -128,11 +128,13 @@ def test_bad_files_name_the_json_path(tmp_path, mutate, message):
 
 def test_exported_trees_predict_what_sklearn_predicts():
     sklearn = pytest.importorskip("sklearn.tree")
+    from edgepart.cost.predictor import TREE_INPUTS, tree_matrix
     from edgepart.cost.predictor_fit import TREE_FEATURES, _Trees
 
     rng = np.random.default_rng(0)
-    x = rng.uniform(0, 100, (400, len(FEATURES)))
-    y = np.sin(x[:, 4] / 10) + (x[:, 7] > 50)
+    x = tree_matrix(rng.uniform(0, 100, (400, len(FEATURES))))
+    tail32 = TREE_INPUTS.index("cout_tail32")
+    y = np.sin(x[:, 4] / 10) + (x[:, 7] > 50) + (x[:, tail32] <= 16)
     trees = []
     for s in range(3):
         t = sklearn.DecisionTreeRegressor(max_depth=5, random_state=s)
@@ -145,7 +147,7 @@ def test_exported_trees_predict_what_sklearn_predicts():
     assert np.allclose(back.predict(x), want, rtol=1e-8)
 
 
-def _synthetic_chains(n: int, seed: int, truth) -> list:
+def _synthetic_chains(n: int, seed: int, truth, cout_hi: int = 64) -> list:
     """Chains of 1 to 5 kernels of two types whose latency follows ``truth``."""
     rng = np.random.default_rng(seed)
     items = []
@@ -155,7 +157,7 @@ def _synthetic_chains(n: int, seed: int, truth) -> list:
         for _ in range(length):
             t = "xnn.conv" if rng.random() < 0.6 else "xnn.binary"
             f = feat(macs=rng.uniform(1e4, 5e6) if t == "xnn.conv" else 0.0,
-                     nbytes=rng.uniform(1e3, 1e6), cout=float(rng.integers(1, 64)),
+                     nbytes=rng.uniform(1e3, 1e6), cout=float(rng.integers(1, cout_hi)),
                      h=float(rng.integers(1, 32)))  # fmt: skip
             types.append(t)
             feats.append(f)
@@ -214,6 +216,33 @@ def test_basis_rounds_output_channels_up_to_tiles():
     assert b[:, 1].tolist() == [1.0, 1.0, 1.0]
     assert b[:, 2].tolist() == pytest.approx([8.0, 1.0, 48 / 40])
     assert b[:, 3].tolist() == pytest.approx([16.0, 2.0, 64 / 40])
+
+
+def test_tree_inputs_add_the_channels_in_the_last_tile():
+    from edgepart.cost.predictor import DERIVED, TREE_INPUTS, tree_matrix
+
+    m = tree_matrix(np.vstack([feat(1e6, cout=c) for c in (1, 8, 128, 136, 152, 0)]))
+    assert m.shape == (6, len(TREE_INPUTS))
+    assert m[:, : len(FEATURES)].tolist() == np.vstack(
+        [feat(1e6, cout=c) for c in (1, 8, 128, 136, 152, 0)]).tolist()  # fmt: skip
+    tails = m[:, len(FEATURES) :]
+    assert DERIVED == ("cout_tail8", "cout_tail16", "cout_tail32")
+    assert tails.tolist() == [[1, 1, 1], [8, 8, 8], [8, 16, 32], [8, 8, 8], [8, 8, 24],
+                              [1, 1, 1]]  # fmt: skip
+
+
+def test_trees_learn_a_rule_on_the_last_tile():
+    """A kernel twice as slow when at most 16 channels fill its last tile of 32 (XNNPACK's
+    float GEMM on AVX-512 then switches to a narrower, slower micro-kernel)."""
+    pytest.importorskip("sklearn")
+
+    def truth(t: str, f: np.ndarray) -> float:
+        slow = t == "xnn.conv" and 1 <= (f[F["cout"]] - 1) % 32 + 1 <= 16
+        return linear_truth(t, f) * (2.0 if slow else 1.0)
+
+    d = chain_data(_synthetic_chains(500, 5, truth, cout_hi=1024))
+    gbt, _ = cross_validate(d, "gbt", folds=3)
+    assert float(np.median(np.abs(gbt / d.total - 1))) < 0.05
 
 
 def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
