@@ -43,7 +43,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 9
+SAMPLER_VERSION = 10
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -288,9 +288,9 @@ class _Blocks:
 
     def motif(self: Any) -> None:
         kinds = {"inverted_residual": 3.0, "bottleneck": 1.5, "blaze": 1.5, "plain": 1.0,
-                 "transformer": 1.0, "audio": 0.7}  # fmt: skip
+                 "transformer": 1.0, "audio": 0.7, "stream": 0.7}  # fmt: skip
         if self.q8:
-            kinds = {"inverted_residual": 3.0, "bottleneck": 1.0, "plain": 1.0}
+            kinds = {"inverted_residual": 3.0, "bottleneck": 1.0, "plain": 1.0, "stream": 1.0}
         getattr(self, "m_" + str(self.pick(kinds)))()
 
     def block_input(self: Any, cmin: int = 8, cmax: int = 320) -> _T:
@@ -440,6 +440,55 @@ class _Blocks:
                              "NONE": 0.3})), kw=1)  # fmt: skip
         self.set(x)
 
+    def m_stream(self: Any) -> None:
+        """A layer of a streaming model (keyword spotters in the style of Google's
+        ``kws_streaming``): each invocation brings a few new frames; the layer keeps the last
+        frames of its window in a resource variable (zeroed once, by a ``CALL_ONCE``
+        subgraph), reads them, joins the new frames, stores the newest back, and runs a
+        temporal convolution over the window (a full one, or a depthwise one then a pointwise
+        one). Dozens of such kernels of a few hundred bytes make a whole model."""
+        c = self.cur
+        if (c is not None and len(c.shape) == 4 and c.shape[0] == 1 and c.shape[2] == 1
+                and c.shape[1] <= 4 and c.shape[3] <= 256 and self.u() < 0.8):  # fmt: skip
+            x = c
+        else:
+            t = int(self.pick({1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}))
+            x = self.new_input((1, t, 1, self.chan(8, 128)))
+        t, ch = x.shape[1], x.shape[3]
+        kk = int(self.pick({2: 0.2, 3: 1.0, 5: 1.0, 9: 0.5, 13: 0.3, 21: 0.3}))  # kernel
+        keep = kk - 1  # frames kept: with the t new ones, a window of t outputs
+        state = self.state((1, keep, 1, ch), x)
+        old = self.tensor((1, keep, 1, ch), like=x, q=x.q)
+        self.op("READ_VARIABLE", [self.var_handle(state).idx], [old])
+        win = self.tensor((1, keep + t, 1, ch), like=x, q=x.q)
+        self.op("CONCATENATION", [old.idx, x.idx], [win], options={"axis": 1})
+        new = self.tensor(old.shape, like=x, q=x.q)
+        ends = np.array(win.shape, np.int32)
+        begin = np.array([0, t, 0, 0], np.int32)
+        self.op("STRIDED_SLICE", [win.idx, self.const(begin), self.const(ends),
+                                  self.const(np.ones(4, np.int32))], [new])  # fmt: skip
+        self.op("ASSIGN_VARIABLE", [self.var_handle(state).idx, new.idx], [])
+        act = str(self.pick({"RELU": 0.6, "NONE": 0.4}))
+        cout = self.chan(8, 128)
+        if self.u() < 0.5:
+            wt = self.weights((cout, kk, 1, ch), kk * ch)
+            b = self.bias(cout, win)
+            y = self.tensor((1, t, 1, cout), like=win)
+            self.op("CONV_2D", [win.idx, wt, b], [y], options={"padding": "VALID",
+                    "stride_h": 1, "stride_w": 1, "fused_activation_function": act})  # fmt: skip
+            self.macs += t * cout * kk * ch
+        else:
+            wt = self.weights((1, kk, 1, ch), kk, qdim=3)
+            b = self.bias(ch, win)
+            y = self.tensor((1, t, 1, ch), like=win)
+            self.op("DEPTHWISE_CONV_2D", [win.idx, wt, b], [y], options={"padding": "VALID",
+                    "stride_h": 1, "stride_w": 1, "depth_multiplier": 1,
+                    "fused_activation_function": act})  # fmt: skip
+            self.macs += t * ch * kk
+            if self.u() < 0.7:
+                y = self.conv_op(y, cout, 1, 1, act)
+        self.set(y)
+
 
 @dataclass
 class _Chain(_Blocks):
@@ -453,6 +502,7 @@ class _Chain(_Blocks):
     macs: float = 0.0
     wbytes: int = 0
     n: int = 0
+    init: SubgraphBuilder | None = None  # the CALL_ONCE initializer of resource variables
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng([self.spec.seed, self.spec.version])
@@ -566,6 +616,30 @@ class _Chain(_Blocks):
     def op(self, name: str, ins: list[int], outs: list[_T], **kw: Any) -> None:
         self.g.op(name, ins, [o.idx for o in outs], **kw)
 
+    def state(self, shape: tuple[int, ...], like: _T) -> str:
+        """A new resource variable of ``shape`` (dtype and quantization of ``like``), set to
+        zeros once by the chain's ``CALL_ONCE`` initializer; returns its shared name."""
+        if self.init is None:
+            self.init = self.mb.subgraph("init")
+        name = self.name("state")
+        h = self.init.tensor(self.name("h"), DType.RESOURCE, ())
+        self.init.op("VAR_HANDLE", [], [h], options={"shared_name": name})
+        quant = None
+        if like.dtype == I8 and like.q is not None:
+            quant = Quantization(np.array([like.q[0]], np.float32),
+                                 np.array([like.q[1]], np.int64))  # fmt: skip
+        zp = like.q[1] if like.q else 0
+        zero = np.full(shape, zp, np.int8 if like.dtype == I8 else np.float32)
+        z = self.init.constant(self.name("z"), zero, quantization=quant)
+        self.init.op("ASSIGN_VARIABLE", [h, z], [])
+        return name
+
+    def var_handle(self, name: str) -> _T:
+        """A ``VAR_HANDLE`` of the variable ``name`` in the main graph."""
+        h = self.tensor((), dtype=DType.RESOURCE)
+        self.op("VAR_HANDLE", [], [h], options={"shared_name": name})
+        return h
+
     # ------------------------------------------------------------------ state
     def current(self, rank: int | None = None, *, fresh: float = 0.25) -> _T | None:
         """The tensor to continue from, if it fits (else None: start fresh)."""
@@ -651,10 +725,16 @@ class _Chain(_Blocks):
                     splits += 1
             if self.macs > MAX_CHAIN_MACS:
                 cls = "unary"
+            elif spec.small and not spec.homogeneous and self.u() < 0.2:
+                self.m_stream()  # streaming models are made of such layers
+                continue
             getattr(self, "k_" + cls)()
         if self.cur is None:
             self.k_unary()
         assert self.cur is not None
+        if self.init is not None:  # the variables' initializer runs first, once
+            self.g.op("CALL_ONCE", [], [], options={"init_subgraph_index": 1})
+            self.g.ops.insert(0, self.g.ops.pop())
         last = self.cur
         if self.q8 and last.dtype == I8:
             y = self.tensor(last.shape, dtype=F32)

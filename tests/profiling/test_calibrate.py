@@ -346,6 +346,43 @@ def test_variable_chains_copy_through_a_resource_variable(family):
             assert real_owner(it, sg.num_ops)[0][names.index("ASSIGN_VARIABLE")] is None
 
 
+@pytest.mark.parametrize("family", ["f32", "q8"])
+def test_streaming_layers_keep_their_window_in_variables_set_once(family):
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    for seed in range(60):
+        m = build_chain(ChainSpec(seed=seed, family=family, motif=True, length=3))
+        sg = m.main
+        names = [sg.op_name(i) for i in range(sg.num_ops)]
+        if "CALL_ONCE" in names:
+            break
+    else:
+        pytest.fail("no chain drew a streaming layer")
+    assert names[0] == "CALL_ONCE" and sg.op_options[0]["init_subgraph_index"] == 1
+    init = m.subgraphs[1]
+    assert {init.op_name(i) for i in range(init.num_ops)} == {"VAR_HANDLE", "ASSIGN_VARIABLE"}
+    # each layer: read the kept frames, join the new ones, store the newest, convolve the window
+    i = names.index("READ_VARIABLE")
+    assert names[i + 1 : i + 3] == ["CONCATENATION", "STRIDED_SLICE"]
+    assert "ASSIGN_VARIABLE" in names[i + 3 : i + 5]
+    content = write_model(m)
+    for ex in ("xnnpack", "builtin"):
+        it = make_interpreter(content, ex, 1)
+        fill_inputs(it, 0)
+        for _ in range(3):  # later invocations read what earlier ones stored
+            it.invoke()
+        for d in it.get_output_details():
+            assert np.isfinite(it.get_tensor(d["index"]).astype(np.float64)).all()
+        k = decompose(m, ex)
+        assert "CALL_ONCE" not in {sg.op_name(o) for ops in k.ops for o in ops}  # once only
+        if ex == "xnnpack":
+            owner, _ = real_owner(it, sg.num_ops, content)
+            for j, n in enumerate(names):
+                if n not in ("CALL_ONCE", "VAR_HANDLE"):
+                    assert owner[j] is not None, (j, n)  # XNNPACK takes the whole layer
+                    assert k.types[k.op_kernel[j]].startswith("xnn."), (j, n)
+
+
 def test_audio_custom_op_chains_run_in_litert_and_read_their_options():
     from flatbuffers import flexbuffers
 
