@@ -43,7 +43,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 10
+SAMPLER_VERSION = 11
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -939,7 +939,12 @@ class _Chain(_Blocks):
         wcap = MAX_WEIGHT_BYTES * (4 if m <= 4 and self.u() < 0.15 else 1)
         while nout > 1 and (nout * k * 4 > wcap or m * k * nout > MAX_KERNEL_MACS):
             nout = max(1, nout // 2)
-        wt = self.weights((nout, k), k, qdim=None)
+        if not self.q8 and not self.hybrid and nout * k <= MAX_ELEMS and self.u() < 0.1:
+            # weights computed at run time, or passed into a control-flow subgraph as an
+            # input (converters do that to a branch's weights): nothing can pack them ahead
+            wt = self.new_input((nout, k)).idx
+        else:
+            wt = self.weights((nout, k), k, qdim=None)
         ins = [x.idx, wt]
         if self.u() < 0.85:
             ins.append(self.bias(nout, x))

@@ -383,6 +383,32 @@ def test_streaming_layers_keep_their_window_in_variables_set_once(family):
                     assert k.types[k.op_kernel[j]].startswith("xnn."), (j, n)
 
 
+def test_fully_connected_chains_also_draw_weights_known_only_at_run_time():
+    from edgepart.cost.kernels import FEATURES
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    for seed in range(80):  # about one fully connected op in ten
+        m = build_chain(ChainSpec(seed=seed, homogeneous="fc", length=2))
+        sg = m.main
+        dyn = [i for i in range(sg.num_ops) if sg.op_name(i) == "FULLY_CONNECTED"
+               and sg.op_inputs.row(i)[1] in set(sg.inputs.tolist())]  # fmt: skip
+        if dyn:
+            break
+    else:
+        pytest.fail("no chain drew a fully connected op with run-time weights")
+    content = write_model(m)
+    for ex in ("xnnpack", "builtin"):
+        it = make_interpreter(content, ex, 1)
+        fill_inputs(it, 0)
+        it.invoke()
+        k = decompose(m, ex)
+        row = k.features[k.op_kernel[dyn[0]]]
+        assert k.types[k.op_kernel[dyn[0]]] == "tfl.fc"  # XNNPACK packs weights ahead only
+        assert row[FEATURES.index("n_in")] == 2 and row[FEATURES.index("w_bytes")] == 0
+        if ex == "xnnpack":
+            assert real_owner(it, sg.num_ops, content)[0][dyn[0]] is None  # LiteRT agrees
+
+
 def test_audio_custom_op_chains_run_in_litert_and_read_their_options():
     from flatbuffers import flexbuffers
 
