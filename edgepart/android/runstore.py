@@ -26,7 +26,14 @@ from typing import Any
 
 from edgepart import jsondoc as _json
 from edgepart.errors import UsageError
-from edgepart.fileio import MiB, atomic_write, atomic_write_text, read_regular, sha256_regular
+from edgepart.fileio import (
+    MiB,
+    atomic_write,
+    atomic_write_text,
+    clean_stale,
+    read_regular,
+    sha256_regular,
+)
 
 __all__ = [
     "FINAL_STATUSES",
@@ -110,6 +117,12 @@ class RunStore:
         results = self.path / RESULTS_FILE
         # a fresh (non-resumed) run replaces an earlier one's record and files on first write
         self._stale = not resume and results.exists()
+        # results.json is written before any run file (see _begin): a killed command leaves
+        # either nothing of its own, or a results.json. The one exception, the temporary of
+        # that first write, is removed here.
+        self._begun = False
+        if resume:
+            clean_stale(results)
         if resume and results.exists():
             self._load(results)
         elif resume and self.path.exists() and any(self.path.iterdir()):
@@ -149,6 +162,7 @@ class RunStore:
         self.runs = {k: v for k, v in (doc.get("runs") or {}).items() if isinstance(v, dict)}
         self.devices = {k: v for k, v in (doc.get("devices") or {}).items() if isinstance(v, dict)}
         self.resumed = sum(1 for r in self.runs.values() if r.get("status") in FINAL_STATUSES)
+        self._begun = True
 
     @staticmethod
     def run_id(serial: str, label: str) -> str:
@@ -180,14 +194,14 @@ class RunStore:
         """Write ``rel`` atomically inside the directory; returns ``rel``."""
         blob = data.encode("utf-8") if isinstance(data, str) else data
         with self._lock:
-            self._clear_stale()
+            self._begin()
         atomic_write(self.path / rel, blob)
         return rel
 
     def abspath(self, rel: str) -> Path:
         """Where ``rel`` lives (for pulls, which are atomic themselves); parents are created."""
         with self._lock:
-            self._clear_stale()
+            self._begin()
         out = self.path / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         return out
@@ -204,8 +218,17 @@ class RunStore:
             (self.path / RESULTS_FILE).unlink(missing_ok=True)
             self._stale = False
 
+    def _begin(self) -> None:
+        """Before the first run file: clear a replaced record and write ``results.json``, so
+        that a directory holding run files always holds the record ``--resume`` reads (a
+        command killed between its first file and its first record would otherwise leave a
+        directory ``--resume`` refuses)."""
+        if not self._begun:
+            self._save()
+
     def _save(self) -> None:
         self._clear_stale()
+        self._begun = True
         doc = {
             "format": RESULTS_FORMAT,
             "version": RESULTS_VERSION,
