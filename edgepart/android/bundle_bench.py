@@ -221,6 +221,9 @@ def partition_rows(plan: Any, device: DeviceResult) -> list[dict[str, Any]]:
         if median is not None and steady.get("p5_ms") is not None:
             spread = f"{steady['p5_ms']:.3f}-{steady['p95_ms']:.3f}"
         predicted = _predicted_ms(e.predicted)
+        # benchmark_model prints whole microseconds: a partition faster than 1 us reads 0, and a
+        # ratio of 0 to its prediction would claim a 100 % miss that was never measured.
+        below = median == 0
         status = "not run" if chosen is None else str(chosen.get("status"))
         if fallback is not None and status == "ok":
             status = "fallback"
@@ -237,7 +240,8 @@ def partition_rows(plan: Any, device: DeviceResult) -> list[dict[str, Any]]:
                 "median_ms": median,
                 "spread": spread,
                 "predicted_ms": predicted,
-                "ratio": None if median is None or not predicted else median / predicted,
+                "below_resolution": below,
+                "ratio": None if median is None or below or not predicted else median / predicted,
                 "executed_on": ((chosen or {}).get("delegate_verdict") or {}).get(
                     "executed_on", ""
                 ),

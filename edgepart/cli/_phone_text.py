@@ -128,7 +128,7 @@ def print_bundle(report: Any) -> None:
                     p["processor"],
                     p["delegate"],
                     p["ran_with"],
-                    _f(p["median_ms"]),
+                    "<0.001" if p.get("below_resolution") else _f(p["median_ms"]),
                     p["spread"],
                     _f(p["predicted_ms"]),
                     _f(p["ratio"], 2),
