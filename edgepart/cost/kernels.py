@@ -71,10 +71,12 @@ from edgepart.ir.graph import Model, Subgraph
 from edgepart.schema import opnames
 
 __all__ = [
+    "AFTER_QD8",
     "EXECUTORS",
     "FEATURES",
     "KERNEL_CLASSES",
     "Kernels",
+    "after_dynamic_quantization",
     "class_of_op",
     "decompose",
 ]
@@ -228,6 +230,9 @@ _ACCEL_FUSABLE = frozenset(
 )  # fmt: skip
 
 PREFIX = {"xnnpack": "xnn", "builtin": "tfl"}
+# the suffix of a builtin kernel type that runs after an XNNPACK dynamically quantized kernel
+# (:func:`after_dynamic_quantization`)
+AFTER_QD8 = "@qd8"
 _QUANT_DTYPES = frozenset({int(DType.INT8), int(DType.UINT8)})
 
 
@@ -330,8 +335,9 @@ def decompose(
         work = op_work(sg, model)
     if sigs is None:
         sigs = op_signatures(sg)
+    exec_rank: np.ndarray | None = None
     if delegated is None:
-        delegated, partitions = _claimed(model, sg, subgraph, executor, context)
+        delegated, partitions, exec_rank = _claimed(model, sg, subgraph, executor, context)
     partitions = dict(partitions or {})
     if ctx_bytes is None:
         ctx_bytes = footprint(sg, work)
@@ -404,6 +410,9 @@ def decompose(
                 cls = "other"
             t = type_cache[key] = f"{_prefix(ow)}.{cls}{('', '_q8', '_hy')[q]}"
         types.append(t)
+    if nk and any(t.startswith("xnn.") and t.endswith("_hy") for t in types):
+        when = exec_rank[khead] if exec_rank is not None else pos[khead]
+        types = after_dynamic_quantization(types, when)
     repeat = np.ones(nk)
     calls: list[tuple[int, Kernels, float]] = []
     notes: list[str] = []
@@ -469,33 +478,69 @@ def footprint(sg: Subgraph, work: OpWork) -> float:
     return ctx_w + float(t[act].sum())
 
 
+def after_dynamic_quantization(types: Sequence[str], when: np.ndarray) -> list[str]:
+    """Kernel types with :data:`AFTER_QD8` added to the builtin kernels that run while the
+    last XNNPACK kernel to run was a dynamically quantized one (``xnn.*_hy``).
+
+    Measured on x86 (ai-edge-litert 2.3.0, docs/latency_predictors.md): after XNNPACK's
+    dynamically quantized convolution or fully connected kernel, builtin kernels run 1.6 to 2.9
+    times slower (a hybrid depthwise convolution, ``L2_NORMALIZATION``, ``CUMSUM``), one after
+    another, until another XNNPACK kernel runs; across invocations too (the last kernel of
+    one invocation precedes the first of the next). ``when`` orders the kernels as they run.
+    A predictor without a model for such a type uses the plain type.
+    """
+    out = list(types)
+    order = np.argsort(np.asarray(when), kind="stable").tolist()
+
+    def walk(state: bool, mark: bool) -> bool:
+        for k in order:
+            t = types[k]
+            if t.startswith("xnn."):
+                state = t.endswith("_hy")
+            elif state and mark and t.startswith("tfl."):
+                out[k] = t + AFTER_QD8
+        return state
+
+    walk(walk(False, False), True)  # the first pass finds the state the invocation starts in
+    return out
+
+
 def _claimed(
     model: Model,
     sg: Subgraph,
     subgraph: int,
     executor: str,
     context: Mapping[str, Any] | None = None,
-) -> tuple[list[str | None], dict[str, int]]:
+) -> tuple[list[str | None], dict[str, int], np.ndarray | None]:
+    """Per op its owner, partitions per delegate, and per op its place in the execution plan
+    (a delegate node runs its ops in their order, where the node stands)."""
     if executor == "builtin":
-        return [None] * sg.num_ops, {}
+        return [None] * sg.num_ops, {}, None
     key = (executor, subgraph, tuple(sorted((context or {}).items())))
     per_model = _CLAIMS.setdefault(model, {})
     hit = per_model.get(key)
     if hit is not None:
-        return list(hit[0]), dict(hit[1])
+        return list(hit[0]), dict(hit[1]), hit[2]
     delegates = () if executor == "xnnpack" else (executor,)
     res = claim(model, delegates, subgraph=subgraph, context=context)
     parts: dict[str, int] = {}
     for p in res.partitions():
         parts[p.delegate] = parts.get(p.delegate, 0) + 1
-    per_model[key] = (list(res.owner), dict(parts))
-    return list(res.owner), parts
+    rank = np.zeros(sg.num_ops, dtype=np.int64)
+    step = 0
+    for node in res.plan_nodes:
+        part = res.delegate_nodes.get(node)
+        for o in sorted(part.ops) if part is not None else (node,):
+            rank[o] = step
+            step += 1
+    per_model[key] = (list(res.owner), dict(parts), rank)
+    return list(res.owner), parts, rank
 
 
 # claims per model (a model is costed on several processors and by several cost models)
-_CLAIMS: weakref.WeakKeyDictionary[Model, dict[Any, tuple[list[str | None], dict[str, int]]]] = (
-    weakref.WeakKeyDictionary()
-)
+_CLAIMS: weakref.WeakKeyDictionary[
+    Model, dict[Any, tuple[list[str | None], dict[str, int], np.ndarray]]
+] = weakref.WeakKeyDictionary()
 
 
 def _root(group: np.ndarray, i: int) -> int:

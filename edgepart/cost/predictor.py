@@ -344,10 +344,13 @@ class ConfigPredictor:
         pass over the data); each looked up here first, then in the fallback configuration
         (the CPU kernels of a delegate's configuration).
         """
-        prefix, _, cls = ktype.partition(".")
+        # a type in a context (``tfl.dwconv_hy@qd8``): its own model, else the plain type's
+        base, at, _ = ktype.partition("@")
+        prefix, _, cls = base.partition(".")
         plain = cls.removesuffix("_q8").removesuffix("_hy")
-        cands = [ktype, f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}", f"tfl.{plain}",
-                 f"xnn.{plain}", f"{prefix}.other", "tfl.other", "xnn.other"]  # fmt: skip
+        cands = [ktype] * bool(at) + [base, f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}",
+                 f"tfl.{plain}", f"xnn.{plain}", f"{prefix}.other", "tfl.other",
+                 "xnn.other"]  # fmt: skip
         if plain == "rnn":
             # a predictor calibrated without recurrent chains: the step's matrix product
             cands[2:2] = [f"{prefix}.fc", "tfl.fc", "xnn.fc"]

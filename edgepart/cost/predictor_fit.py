@@ -473,9 +473,11 @@ def _predict_rows(fit: _Fit, d: ChainData) -> np.ndarray:
 
 
 def _fallback(models: Mapping[str, KernelModel], name: str) -> KernelModel | None:
-    prefix, _, cls = name.partition(".")
+    base, at, _ = name.partition("@")
+    prefix, _, cls = base.partition(".")
     base_cls = cls.split("_q8")[0]
-    for alt in (f"{prefix}.{base_cls}", f"tfl.{cls}", f"xnn.{cls}", f"{prefix}.other"):
+    alts = [base] * bool(at) + [f"{prefix}.{base_cls}", f"tfl.{cls}", f"xnn.{cls}"]
+    for alt in (*alts, f"{prefix}.other"):
         if alt in models:
             return models[alt]
     return None

@@ -73,7 +73,7 @@ class TermFit:
 
 
 def _class(t: str) -> str:
-    return t.partition(".")[2].removesuffix("_q8")
+    return t.partition("@")[0].partition(".")[2].removesuffix("_q8")
 
 
 def term_matrix(k: Kernels, proc: ProcessorSpec, own_prefix: str) -> np.ndarray:
