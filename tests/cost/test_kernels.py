@@ -236,3 +236,64 @@ def test_binary_broadcasts_are_told_apart():
         k = decompose(m, ex)
         bc = {k.ops[i][0]: k.features[i][F["bcast"]] for i in range(len(k))}
         assert [bc[0], bc[1], bc[2], bc[4]] == [0, 1, 2, 3], (ex, bc)
+
+
+def test_builtin_kernels_after_a_dynamically_quantized_xnnpack_kernel_are_typed_apart():
+    from edgepart.cost.kernels import AFTER_QD8, after_dynamic_quantization
+
+    types = ["tfl.gather", "xnn.conv_hy", "tfl.dwconv_hy", "tfl.pad", "xnn.conv", "tfl.pad"]
+    out = after_dynamic_quantization(types, np.arange(len(types)))
+    # dirty until the next XNNPACK kernel of another kind; the state carries over to the next
+    # invocation's first kernels only when the invocation ends dirty (here it does not)
+    assert out == ["tfl.gather", "xnn.conv_hy", "tfl.dwconv_hy@qd8", "tfl.pad@qd8",
+                   "xnn.conv", "tfl.pad"]  # fmt: skip
+    # in execution order, not list order: with the hybrid conv last, the invocation ends
+    # dirty and the next one starts so, up to the float XNNPACK conv
+    when = np.array([0, 5, 1, 2, 3, 4])
+    out = after_dynamic_quantization(types, when)
+    assert out == [t + AFTER_QD8 for t in types[:1]] + ["xnn.conv_hy"] + [
+        t + AFTER_QD8 for t in types[2:4]
+    ] + ["xnn.conv", "tfl.pad"]
+    assert after_dynamic_quantization(["tfl.conv", "tfl.pad"], np.arange(2)) == [
+        "tfl.conv",
+        "tfl.pad",
+    ]
+
+
+def _hybrid_block(independent_relu: bool) -> Model:
+    """A hybrid 1x1 conv (XNNPACK) feeding a hybrid depthwise conv (builtin kernel); with
+    ``independent_relu``, a RELU of the input that joins the conv's XNNPACK partition and runs
+    after it there."""
+    from edgepart.ir.values import Quantization
+
+    def q(n: int) -> Quantization:
+        return Quantization(scale=np.full(n, 0.01, np.float32), zero_point=np.zeros(n, np.int64))
+
+    g = G((1, 6, 6, 16))
+    rng = np.random.default_rng(0)
+    wc = rng.integers(-127, 128, (144, 1, 1, 16)).astype(np.int8)
+    wd = rng.integers(-127, 128, (1, 3, 3, 144)).astype(np.int8)
+    qd = Quantization(scale=np.full(144, 0.01, np.float32), zero_point=np.zeros(144, np.int64),
+                      quantized_dimension=3)  # fmt: skip
+    y = g.t((1, 6, 6, 144))
+    g.g.op("CONV_2D", [g.x0, g.g.constant("wc", wc, quantization=q(144)),
+                       g.c(np.zeros(144, np.float32))], [y], options={**CONV})  # fmt: skip
+    z = g.t((1, 6, 6, 144))
+    g.g.op("DEPTHWISE_CONV_2D", [y, g.g.constant("wd", wd, quantization=qd),
+                                 g.c(np.zeros(144, np.float32))], [z],
+           options={**CONV, "depth_multiplier": 1})  # fmt: skip
+    if not independent_relu:
+        return g.build(z)
+    return g.build(z, g.unary("RELU", g.x0, (1, 6, 6, 16)))
+
+
+def test_the_hybrid_depthwise_conv_after_xnnpack_hybrid_conv_is_typed_by_the_plan():
+    k = decompose(_hybrid_block(False), "xnnpack")
+    assert k.types == ["xnn.conv_hy", "tfl.dwconv_hy@qd8"]
+    assert k.partitions == {"xnnpack": 1}
+    # the RELU joins the conv's DELEGATE node, which runs before the depthwise conv: the node
+    # ends with the RELU (op 2), a float kernel, so the depthwise conv runs at its usual speed
+    k = decompose(_hybrid_block(True), "xnnpack")
+    assert sorted(k.types) == ["tfl.dwconv_hy", "xnn.conv_hy", "xnn.unary"]
+    assert k.partitions == {"xnnpack": 1}
+    assert decompose(_hybrid_block(False), "builtin").types == ["tfl.conv_hy", "tfl.dwconv_hy"]

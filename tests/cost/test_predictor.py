@@ -73,6 +73,18 @@ def test_unknown_types_fall_back_to_their_class():
         p.configs["xnnpack_1t"].model_seconds(k2)
 
 
+def test_a_type_in_a_context_uses_its_own_model_else_the_plain_type():
+    p = simple_predictor()
+    cfg = p.configs["xnnpack_1t"]
+    k = kernels(["xnn.conv@qd8"], [feat(1e6)])
+    assert cfg.model_seconds(k).fallbacks == {"xnn.conv@qd8": "xnn.conv"}
+    coef = np.zeros(len(BASIS))
+    coef[0] = 3e-6
+    cfg.kernels["xnn.conv@qd8"] = KernelModel("xnn.conv@qd8", coef, cv={"q10": 0, "q90": 0})
+    e = cfg.model_seconds(k)
+    assert e.fallbacks == {} and e.by_type["xnn.conv@qd8"] == pytest.approx(3e-6)
+
+
 def test_kernels_of_no_class_fall_back_to_a_copy_of_their_data():
     p = simple_predictor()
     with pytest.raises(PredictorError, match=r"no model for kernel type 'tfl\.other'"):
