@@ -447,3 +447,27 @@ def test_audio_custom_op_chains_run_in_litert_and_read_their_options():
                 n = 1 << (opts["window_size"] - 1).bit_length()
                 assert row[f["opcode"]] == -2 and row[f["red"]] == n and bins == n // 2 + 1
     assert seen == {"Mfcc", "AudioSpectrogram"}
+
+
+def test_retyping_saved_measurements_restores_the_current_kernel_types(
+    small_measurements, tmp_path
+):
+    import retype_measurements
+
+    meas, path = small_measurements
+    stale = load_measurements(path)
+    c = next(c for c in stale.chains if len(c.kernels.get("xnnpack", [])) > 0)
+    c.kernels["xnnpack"].types = ["xnn.stale"] * len(c.kernels["xnnpack"])
+    stale.save(tmp_path / "stale.npz")
+    assert retype_measurements.retype(str(tmp_path / "stale.npz"), str(tmp_path / "new.npz")) == 1
+    back = load_measurements(tmp_path / "new.npz")
+    for a, b in zip(meas.chains, back.chains, strict=True):
+        assert a.stats == b.stats
+        for ex in ("xnnpack", "builtin"):
+            assert a.kernels[ex].types == b.kernels[ex].types
+    # a file whose kernels no longer decompose the same way is refused, not rewritten
+    c.kernels["xnnpack"].features = c.kernels["xnnpack"].features * 2.0
+    stale.save(tmp_path / "changed.npz")
+    with pytest.raises(SystemExit, match="measure again"):
+        retype_measurements.retype(str(tmp_path / "changed.npz"), str(tmp_path / "x.npz"))
+    assert not (tmp_path / "x.npz").exists()
