@@ -4,21 +4,24 @@ One :class:`~edgepart.cost.predictor.ConfigPredictor` per measured configuration
 :func:`edgepart.cost.predictor_fit.fit_config` on the chains' chosen statistic (default the
 10th percentile of the samples: interference only adds time). A configuration's fixed costs
 are the measured empty invocation and delegate node. Builtin kernels inside XNNPACK
-configurations are fitted with the XNNPACK kernels; kernel types a configuration never saw
-fall back to the builtin configuration with the same thread count, else one thread.
+configurations are priced by the builtin configuration's models, except those that run after
+a dynamically quantized XNNPACK kernel (``@qd8`` types): the builtin models times one
+slowdown factor fitted on the chains that have them (:func:`after_qd8_models`); kernel types a
+configuration never saw fall back to the builtin configuration with the same thread count,
+else one thread.
 
 The result depends only on the measurements, the statistic, the family and the seed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from edgepart.cost.kernels import AFTER_QD8
-from edgepart.cost.predictor import ConfigPredictor, Predictor
+from edgepart.cost.kernels import AFTER_QD8, Kernels
+from edgepart.cost.predictor import ConfigPredictor, KernelModel, Predictor
 from edgepart.cost.predictor_fit import FitReport, chain_data, config_predictor, fit_config
 from edgepart.cost.stats import STAT_GETTERS, Stats
 from edgepart.errors import UsageError
@@ -68,19 +71,29 @@ def fit_host_predictor(
             if cands:
                 fallback = config_name("builtin", min(cands, key=lambda t: (abs(t - th), t)))
         external = None
+        ext: ConfigPredictor | None = None
+        qd8_items: list[tuple[Kernels, float, float, str | None]] = []
         if fallback is not None and fallback in configs:
             ext = configs[fallback]
 
             def external(typ: str, feats: np.ndarray, ext: ConfigPredictor = ext) -> Any:
-                # builtin kernels after a dynamically quantized XNNPACK kernel run slower
-                # than in the builtin configuration: fitted here (kernels.AFTER_QD8)
-                if not typ.startswith("tfl.") or AFTER_QD8 in typ:
+                if not typ.startswith("tfl."):
                     return None
                 m, _ = ext.model_for(typ)
                 return None if m is None else m.predict(feats)
 
+            # chains with builtin kernels that run after a dynamically quantized XNNPACK
+            # kernel: they price those kernels' slowdown once the rest is fitted
+            qd8_items = [it for it in items if any(AFTER_QD8 in t for t in it[0].types)]
+            items = [it for it in items if not any(AFTER_QD8 in t for t in it[0].types)]
         d = chain_data(items, external=external)
         models, rep = fit_config(name, d, family=family, seed=seed, folds=folds, progress=progress)
+        if ext is not None and qd8_items:
+            slow = after_qd8_models(qd8_items, models, ext)
+            models.update(slow)
+            for t, m in slow.items():  # in the report beside the fitted types (in sample)
+                rep.per_type[t] = {k: v for k, v in m.cv.items() if k not in ("chains", "factor")}
+                rep.per_type[t]["n"] = m.cv["chains"]
         if family == "auto":
             # the families are compared on the first configuration; the others use its choice
             # (cross-validated all the same, for their per-type errors)
@@ -113,6 +126,69 @@ def fit_host_predictor(
         },
     )
     return pred, reports
+
+
+# chains whose builtin kernels after a qd8 kernel take at least this share of the kernel time
+# price the slowdown; at least MIN_QD8_CHAINS of them, else the plain builtin models stand
+QD8_SHARE = 0.25
+MIN_QD8_CHAINS = 5
+
+
+def after_qd8_models(
+    items: Sequence[tuple[Kernels, float, float, str | None]],
+    models: Mapping[str, KernelModel],
+    builtin: ConfigPredictor,
+) -> dict[str, KernelModel]:
+    """Models of the ``@qd8`` builtin kernel types (:data:`~edgepart.cost.kernels.AFTER_QD8`):
+    the builtin configuration's model of the plain type times one slowdown factor per
+    configuration, the median over ``items`` (chains with such kernels) of what the chain
+    leaves to them (measured, less its fixed costs and its other kernels as fitted) over what
+    the builtin models predict for them. One number, because the slowdown is a state of the
+    processor, not of the kernel (docs/latency_predictors.md); its spread over the chains is
+    the models' error band (``cv``, in sample: one parameter).
+    """
+    ratios, parts = [], []
+    plain: dict[str, KernelModel] = {}
+    counts: dict[str, int] = {}
+    for k, total, fixed, _ in items:
+        other = slow = 0.0
+        for t, f, r in zip(k.types, k.features, k.repeat, strict=True):
+            base = t.partition("@")[0]
+            m = builtin.model_for(base)[0] if t.startswith("tfl.") else models.get(t)
+            if m is None:
+                break
+            secs = float(m.predict(f[None, :])[0]) * float(r)
+            if AFTER_QD8 in t:
+                slow += secs
+                plain[t] = m
+                counts[t] = counts.get(t, 0) + 1
+            else:
+                other += secs
+        else:
+            left = total - fixed - other
+            if slow > 0 and slow >= QD8_SHARE * (slow + other):
+                ratios.append(left / slow)
+                parts.append((fixed + other, slow, total))
+    if len(ratios) < MIN_QD8_CHAINS:
+        return {}
+    factor = max(float(np.median(ratios)), 0.1)
+    err = np.array([(a + factor * b) / tot - 1.0 for a, b, tot in parts])
+    cv = {
+        "chains": float(len(err)),
+        "factor": factor,
+        "median_abs": float(np.median(np.abs(err))),
+        "q10": float(np.percentile(err, 10)),
+        "q90": float(np.percentile(err, 90)),
+        "within_10": float(np.mean(np.abs(err) <= 0.10)),
+        "within_5": float(np.mean(np.abs(err) <= 0.05)),
+    }
+    out = {}
+    for t, m in sorted(plain.items()):
+        out[t] = KernelModel(
+            t, m.coef * factor, m.trees, m.floor_s * factor, cv=dict(cv), n=counts[t],
+            ranges=dict(m.ranges),
+        )  # fmt: skip
+    return out
 
 
 def _control_costs(

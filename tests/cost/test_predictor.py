@@ -312,3 +312,32 @@ def test_boosting_leaves_are_shrunk_by_their_squared_shares():
     assert got[0] == pytest.approx(h[left].sum() * 1.0 / (h[left].sum() + 0.1))
     assert got[1] == pytest.approx(-2.0 * h[~left].sum() / (h[~left].sum() + 0.1))
     assert abs(got[0]) < 0.9 and abs(got[1]) > 1.9  # little evidence: shrunk much
+
+
+def test_builtin_kernels_after_qd8_cost_their_builtin_model_times_one_fitted_factor():
+    from edgepart.profiling.host_predictor import after_qd8_models
+
+    def const(t: str, secs: float) -> KernelModel:
+        coef = np.zeros(len(BASIS))
+        coef[0] = secs
+        return KernelModel(t, coef)
+
+    builtin = ConfigPredictor("builtin_1t", "builtin", 1, 0.0, {},
+                              {"tfl.dwconv_hy": const("tfl.dwconv_hy", 2e-6)})  # fmt: skip
+    models = {"xnn.conv_hy": const("xnn.conv_hy", 1e-6)}
+    types = ["xnn.conv_hy", "tfl.dwconv_hy@qd8"]
+    rng = np.random.default_rng(0)
+    items = []
+    for _ in range(9):
+        factor = 2.5 * (1 + 0.02 * rng.standard_normal())
+        items.append((kernels(types, [feat(), feat()]), 0.5e-6 + 1e-6 + 2e-6 * factor, 0.5e-6,
+                      None))  # fmt: skip
+    # a chain where the slow kernel is a sliver of the time says little: ignored
+    few = kernels(["xnn.conv_hy"] * 20 + ["tfl.dwconv_hy@qd8"], [feat()] * 21)
+    items.append((few, 0.5e-6 + 20e-6 + 2e-6 * 10, 0.5e-6, None))
+    out = after_qd8_models(items, models, builtin)
+    m = out["tfl.dwconv_hy@qd8"]
+    assert m.cv["factor"] == pytest.approx(2.5, rel=0.03) and m.cv["chains"] == 9
+    assert m.predict(feat()[None, :])[0] == pytest.approx(2e-6 * m.cv["factor"])
+    assert m.n == 10
+    assert after_qd8_models(items[:4], models, builtin) == {}  # too few chains: plain models
