@@ -33,7 +33,8 @@ def retype(src: str, dst: str) -> int:
     for c in meas.chains:
         model = None
         for ex, k in sorted(c.kernels.items()):
-            model = model or build_chain(c.spec)
+            if model is None:
+                model = build_chain(c.spec)
             new = decompose(model, ex)
             same = len(new.types) == len(k.types) and np.array_equal(
                 new.features, k.features, equal_nan=True
