@@ -150,11 +150,14 @@ def after_qd8_models(
     ratios, parts = [], []
     plain: dict[str, KernelModel] = {}
     counts: dict[str, int] = {}
+    # the XNNPACK kernels as predictions will find them: a type the fit merged into its plain
+    # class (too few chains of its own) has that class's model
+    own = ConfigPredictor("", builtin.executor, builtin.threads, 0.0, {}, dict(models))
     for k, total, fixed, _ in items:
         other = slow = 0.0
         for t, f, r in zip(k.types, k.features, k.repeat, strict=True):
             base = t.partition("@")[0]
-            m = builtin.model_for(base)[0] if t.startswith("tfl.") else models.get(t)
+            m = builtin.model_for(base)[0] if t.startswith("tfl.") else own.model_for(t)[0]
             if m is None:
                 break
             secs = float(m.predict(f[None, :])[0]) * float(r)

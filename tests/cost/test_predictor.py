@@ -341,3 +341,6 @@ def test_builtin_kernels_after_qd8_cost_their_builtin_model_times_one_fitted_fac
     assert m.predict(feat()[None, :])[0] == pytest.approx(2e-6 * m.cv["factor"])
     assert m.n == 10
     assert after_qd8_models(items[:4], models, builtin) == {}  # too few chains: plain models
+    # an XNNPACK type the fit merged into its plain class prices the chain by that class
+    merged = {"xnn.conv": const("xnn.conv", 1e-6)}
+    assert after_qd8_models(items, merged, builtin)["tfl.dwconv_hy@qd8"].cv["chains"] == 9
