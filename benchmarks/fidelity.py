@@ -55,6 +55,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -318,6 +319,7 @@ def predictor_mode(args: argparse.Namespace) -> int:
                 + (f"  baseline {float(r['base_err']):>+7.1%}" if "base_err" in r else "")  # type: ignore[arg-type]
             )
     _predictor_summary(med, configs)
+    _by_latency(med, configs)
     if drift:  # the predictions scaled by how much slower the machine runs than at calibration
         factor = {c: statistics.median(v) for c, v in drift.items()}
         print(
@@ -383,6 +385,25 @@ def _predictor_summary(rows: list[dict[str, object]], configs: list[tuple[str, s
             f"within 5%: {sum(e <= 0.05 for e in errs) / len(errs):6.1%}  "
             f"within 10%: {sum(e <= 0.10 for e in errs) / len(errs):6.1%}"
         )
+
+
+# bands of measured whole-model latency: a predictor's error is rarely the same for a model of
+# a few kernels of tens of nanoseconds as for one of milliseconds
+BANDS_S = (0.0, 30e-6, 1e-3, float("inf"))
+
+
+def _by_latency(rows: list[dict[str, object]], configs: list[tuple[str, str, int]]) -> None:
+    print("by measured latency (median signed error, share within 10%):")
+    for c, _, _ in configs:
+        cells = []
+        for lo, hi in itertools.pairwise(BANDS_S):
+            errs = [float(r["err"]) for r in rows  # type: ignore[arg-type]
+                    if r["config"] == c and lo <= float(r["meas_s"]) < hi]  # type: ignore[arg-type]  # fmt: skip
+            label = f"{lo * 1e6:g}-{hi * 1e6:g} us" if hi != float("inf") else f">= {lo * 1e6:g} us"
+            if errs:
+                within = sum(abs(e) <= 0.10 for e in errs) / len(errs)
+                cells.append(f"{label}: n={len(errs)} {statistics.median(errs):+.1%} {within:.0%}")
+        print(f"   {c:<12} " + "; ".join(cells))
 
 
 def main() -> int:
