@@ -41,7 +41,7 @@ Features. Every kernel gets the same feature vector (:data:`FEATURES`), computed
 distinct op signature: work (MACs, bytes) from :func:`edgepart.cost.work.op_work`, geometry
 (output height/width, channels, kernel size, strides) from the op's shapes and options, and the
 model's per-invocation footprint ``ctx_bytes`` (weights plus activations; recorded, though the
-fitted trees do not split on it: real models are far larger than calibration chains).
+fitted trees do not split on it: trees that did predicted unseen models worse).
 
 Control flow: ``IF`` costs its dearer branch, ``WHILE`` its condition and body once per
 iteration (the trip count is read from the loop when it is a constant bound, else one
