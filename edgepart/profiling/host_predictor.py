@@ -152,7 +152,7 @@ def after_qd8_models(
     counts: dict[str, int] = {}
     # the XNNPACK kernels as predictions will find them: a type the fit merged into its plain
     # class (too few chains of its own) has that class's model
-    own = ConfigPredictor("", builtin.executor, builtin.threads, 0.0, {}, dict(models))
+    own = ConfigPredictor("fitted", "xnnpack", 0, 0.0, {}, dict(models))  # a lookup only
     for k, total, fixed, _ in items:
         other = slow = 0.0
         for t, f, r in zip(k.types, k.features, k.repeat, strict=True):
