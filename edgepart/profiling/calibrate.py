@@ -228,6 +228,11 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
     p = os.fspath(path)
     # a regular file of bounded size (a FIFO or device is refused, not read), parsed in memory
     data = read_regular(p, what="calibration measurements file", limit=MEASUREMENTS_LIMIT)
+    if not data.startswith(b"PK"):  # numpy would try the bytes as a pickle and suggest that
+        raise PredictorError(
+            f"{p}: not an edgepart calibration measurements file (not an .npz archive); pass "
+            "the host.measurements.npz that `edgepart calibrate --host` wrote"
+        )
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             header = json.loads(bytes(z["header"]).decode())

@@ -163,6 +163,7 @@ def test_calibrate_cli_errors(tmp_path, capsys):
     assert main(["calibrate", "--host", "--fit-only", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "not an edgepart calibration measurements file" in err and err.count("\n") == 1
+    assert "not an .npz archive" in err and "pickle" not in err  # no advice to load it unsafely
     assert main(["calibrate", "--host", "--budget", "0.1"]) == 2
     assert "need at least half a minute" in capsys.readouterr().err
 
