@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from edgepart.cost.kernels import decompose
+from edgepart.errors import EdgepartError
 from edgepart.profiling.calibrate import load_measurements
 from edgepart.profiling.kernel_gen import build_chain
 
@@ -31,10 +32,10 @@ def retype(src: str, dst: str) -> int:
     meas = load_measurements(src)
     changed = 0
     for c in meas.chains:
-        model = None
+        if not c.kernels:
+            continue
+        model = build_chain(c.spec)
         for ex, k in sorted(c.kernels.items()):
-            if model is None:
-                model = build_chain(c.spec)
             new = decompose(model, ex)
             same = len(new.types) == len(k.types) and np.array_equal(
                 new.features, k.features, equal_nan=True
@@ -56,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("src", help="measurements (.npz) written by edgepart calibrate --host")
     ap.add_argument("dst", help="where to write the retyped measurements (.npz)")
     args = ap.parse_args(argv)
-    n = retype(args.src, args.dst)
+    try:
+        n = retype(args.src, args.dst)
+    except EdgepartError as err:  # a missing or foreign file: one line, as the CLI says it
+        print(f"retype_measurements: error: {err}", file=sys.stderr)
+        return 2
     print(f"{n} chain decompositions retyped; wrote {args.dst}")
     return 0
 

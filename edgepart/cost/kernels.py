@@ -414,6 +414,11 @@ def decompose(
             t = type_cache[key] = f"{_prefix(ow)}.{cls}{('', '_q8', '_hy')[q]}"
         types.append(t)
     if nk and any(t.startswith("xnn.") and t.endswith("_hy") for t in types):
+        if exec_rank is None and executor != "builtin":
+            # a given delegation (calibration reads LiteRT's): the predicted plan's order when
+            # the prediction agrees with it, as for a model predicted without one
+            predicted, _, plan_rank = _claimed(model, sg, subgraph, executor, context)
+            exec_rank = plan_rank if list(predicted) == list(delegated) else None
         when = exec_rank[khead] if exec_rank is not None else pos[khead]
         types = after_dynamic_quantization(types, when)
     repeat = np.ones(nk)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from edgepart.claim.delegation import claim
 from edgepart.cost.kernels import FEATURES, decompose
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
@@ -293,7 +294,13 @@ def test_the_hybrid_depthwise_conv_after_xnnpack_hybrid_conv_is_typed_by_the_pla
     assert k.partitions == {"xnnpack": 1}
     # the RELU joins the conv's DELEGATE node, which runs before the depthwise conv: the node
     # ends with the RELU (op 2), a float kernel, so the depthwise conv runs at its usual speed
-    k = decompose(_hybrid_block(True), "xnnpack")
+    m = _hybrid_block(True)
+    k = decompose(m, "xnnpack")
     assert sorted(k.types) == ["tfl.dwconv_hy", "xnn.conv_hy", "xnn.unary"]
     assert k.partitions == {"xnnpack": 1}
+    # a delegation given rather than predicted (calibration reads LiteRT's) types the same
+    # kernels by the same plan, not by op order (op order would mark the depthwise conv)
+    owner = list(claim(m, ()).owner)
+    given = decompose(m, "xnnpack", delegated=owner, partitions={"xnnpack": 1})
+    assert given.types == k.types
     assert decompose(_hybrid_block(False), "builtin").types == ["tfl.conv_hy", "tfl.dwconv_hy"]

@@ -451,7 +451,7 @@ def test_audio_custom_op_chains_run_in_litert_and_read_their_options():
 
 
 def test_retyping_saved_measurements_restores_the_current_kernel_types(
-    small_measurements, tmp_path
+    small_measurements, tmp_path, capsys
 ):
     import retype_measurements
 
@@ -472,3 +472,10 @@ def test_retyping_saved_measurements_restores_the_current_kernel_types(
     with pytest.raises(SystemExit, match="measure again"):
         retype_measurements.retype(str(tmp_path / "changed.npz"), str(tmp_path / "x.npz"))
     assert not (tmp_path / "x.npz").exists()
+    # a file that is not a measurements file: one line and exit status 2, nothing written
+    bad = tmp_path / "bad.npz"
+    bad.write_text("not a zip")
+    assert retype_measurements.main([str(bad), str(tmp_path / "y.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an .npz archive" in err
+    assert not (tmp_path / "y.npz").exists()
