@@ -105,7 +105,7 @@ def predicted_costs(
         types=list(tix),
         groups=groups,
         node_s=node,
-        invoke_s=cp.invoke_s,
+        invoke_s=cp.fixed_s(k),
         config=cp,
         kernels=k,
     )

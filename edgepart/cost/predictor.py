@@ -3,8 +3,11 @@
 A predictor file (``edgepart-latency-predictor``, version 1; ``docs/latency_predictors.md``)
 holds, per *configuration* (an executor and a thread count, e.g. ``xnnpack_2t``):
 
-- the fixed costs of an invocation: ``invoke_overhead_s`` (an empty model) and
-  ``delegate_node_s`` (one DELEGATE node, per delegate);
+- the fixed costs of an invocation: ``invoke_overhead_s`` (an empty model),
+  ``builtin_plan_s`` (what an invocation costs beyond that when its execution plan runs any
+  builtin kernel: the intercept of chains of builtin ops lies above the empty invocation, a
+  plan of DELEGATE nodes alone does not pay it) and ``delegate_node_s`` (one DELEGATE node,
+  per delegate);
 - per kernel type (``xnn.conv``, ``tfl.binary``, ``gpu.conv`` ...) a :class:`KernelModel`:
   a non-negative linear *base* over work terms (a fixed cost per kernel plus seconds per
   million MACs and per megabyte read, written and of weights), times ``exp`` of a tree
@@ -14,9 +17,10 @@ holds, per *configuration* (an executor and a thread count, e.g. ``xnnpack_2t``)
 - the cross-validated error of each kernel type and of whole chains, which becomes the
   uncertainty band of every prediction.
 
-A model's latency on one configuration is ``invoke overhead + delegate nodes + sum of its
-kernels`` (:meth:`ConfigPredictor.model_seconds`). Evaluation is vectorized: distinct feature
-rows are predicted once, trees are walked level by level for all rows and trees at once.
+A model's latency on one configuration is ``invoke overhead (+ builtin_plan_s) + delegate
+nodes + sum of its kernels`` (:meth:`ConfigPredictor.model_seconds`). Evaluation is
+vectorized: distinct feature rows are predicted once, trees are walked level by level for all
+rows and trees at once.
 
 Files load without pickle and are written deterministically (sorted keys, fixed float
 formatting), so the same fit gives the same bytes.
@@ -333,6 +337,9 @@ class ConfigPredictor:
     # invocation) and each further loop iteration (a condition and a body invocation); the
     # called subgraphs' kernels come on top. Empty: control-flow ops cost their kernel model.
     control_s: dict[str, float] = field(default_factory=dict)
+    # beyond invoke_s, when the execution plan runs a builtin kernel (measured: chains of
+    # builtin ops extrapolate to this much above an empty invocation; DELEGATE nodes do not)
+    builtin_plan_s: float = 0.0
     _owner: Predictor | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
@@ -372,6 +379,13 @@ class ConfigPredictor:
                 if m is not None:
                     return m, f"{self.fallback}:{c}"
         return None, ""
+
+    def fixed_s(self, k: Kernels) -> float:
+        """The fixed cost of invoking a (sub)graph of kernels ``k``: the invocation, and
+        ``builtin_plan_s`` when one of its kernels is a builtin one (``tfl.``)."""
+        if self.builtin_plan_s and any(t.startswith("tfl.") for t in k.types):
+            return self.invoke_s + self.builtin_plan_s
+        return self.invoke_s
 
     def kernel_seconds(self, k: Kernels) -> tuple[np.ndarray, dict[str, str]]:
         """Seconds of each kernel of ``k`` (its repeats included), and the fallbacks used."""
@@ -447,14 +461,15 @@ class ConfigPredictor:
         secs, by_type, used, notes = self.kernel_seconds_with_calls(k)
         node = self.nodes_s(k.partitions)
         total_k = float(secs.sum())
-        total = self.invoke_s + node + total_k
+        fixed = self.fixed_s(k)
+        total = fixed + node + total_k
         lo, hi = self.band(by_type, total_k)
         return ModelEstimate(
             config=self.name,
             seconds=total,
-            low_s=(self.invoke_s + node + total_k / (1 + hi)) if total_k else total,
-            high_s=(self.invoke_s + node + total_k / (1 + lo)) if total_k else total,
-            invoke_s=self.invoke_s,
+            low_s=(fixed + node + total_k / (1 + hi)) if total_k else total,
+            high_s=(fixed + node + total_k / (1 + lo)) if total_k else total,
+            invoke_s=fixed,
             delegate_s=node,
             kernels_s=total_k,
             kernels=len(k),
@@ -490,6 +505,7 @@ class ConfigPredictor:
             "executor": self.executor,
             "threads": self.threads,
             "invoke_overhead_s": _num(self.invoke_s),
+            "builtin_plan_s": _num(self.builtin_plan_s),
             "delegate_node_s": {k: _num(v) for k, v in sorted(self.node_s.items())},
             "family": self.family,
             "cv": {k: _num(v) for k, v in sorted(self.cv.items())},
@@ -607,10 +623,11 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
         try:
             threads = int(c["threads"])
             invoke = float(c["invoke_overhead_s"])
+            plan = float(c.get("builtin_plan_s", 0.0))  # files before it: 0
             nodes = {str(k): float(v) for k, v in dict(c.get("delegate_node_s", {})).items()}
         except (KeyError, TypeError, ValueError) as err:
             raise PredictorError(f"{loc}: missing or bad field ({err})") from None
-        if threads < 1 or not math.isfinite(invoke) or invoke < 0:
+        if threads < 1 or not all(math.isfinite(v) and v >= 0 for v in (invoke, plan)):
             raise PredictorError(f"{loc}: threads must be >= 1 and overheads finite, >= 0")
         if any(not math.isfinite(v) or v < 0 for v in nodes.values()):
             raise PredictorError(f"{loc}.delegate_node_s: values must be finite, >= 0")
@@ -635,6 +652,7 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             fallback=c.get("fallback"),
             extra=dict(c.get("extra", {})),
             control_s=control,
+            builtin_plan_s=plan,
         )
     return Predictor(
         device=str(doc.get("device", "")),

@@ -621,6 +621,7 @@ def config_predictor(
     report: FitReport,
     fallback: str | None = None,
     control_s: Mapping[str, float] | None = None,
+    builtin_plan_s: float = 0.0,
 ) -> ConfigPredictor:
     """A :class:`ConfigPredictor` from fitted models and their report."""
     fam = report.families[report.family]
@@ -636,4 +637,5 @@ def config_predictor(
         fallback=fallback,
         extra={"families": report.families, "chains": report.chains},
         control_s=dict(control_s or {}),
+        builtin_plan_s=builtin_plan_s,
     )

@@ -58,13 +58,19 @@ def fit_host_predictor(
         name = config_name(ex, th)
         fx = meas.fixed.get(name, {})
         invoke = get(Stats(**fx["invoke"])) if "invoke" in fx else 0.0
+        # a plan with builtin kernels costs more to invoke than an empty model: left out of
+        # each chain's fixed cost, it would land on the kernels of every chain (a third of a
+        # one-element ADD's cost), over-pricing models of many tiny kernels
+        plan = max(get(Stats(**fx["op_chain"])) - invoke, 0.0) if "op_chain" in fx else 0.0
         node = 0.0
         if "delegate_node" in fx:
             node = max(get(Stats(**fx["delegate_node"])) - invoke, 0.0)
         items = []
         for c, total in chains_for(meas, name, statistic):
+            k = c.kernels[ex]
             parts = c.partitions.get(ex, 0)
-            items.append((c.kernels[ex], total, invoke + parts * node, c.spec.homogeneous))
+            builtin = plan if any(t.startswith("tfl.") for t in k.types) else 0.0
+            items.append((k, total, invoke + builtin + parts * node, c.spec.homogeneous))
         fallback = None
         if ex != "builtin":
             cands = [t for e, t in meas.configs if e == "builtin"]
@@ -100,7 +106,7 @@ def fit_host_predictor(
             family = rep.family
         configs[name] = config_predictor(
             name, ex, th, invoke, {"xnnpack": node} if ex == "xnnpack" else {}, models, rep,
-            fallback, _control_costs(fx, invoke, get),
+            fallback, _control_costs(fx, invoke + plan, get), plan,
         )  # fmt: skip
         reports.append(rep)
     load = summarize_load(meas)
@@ -199,8 +205,9 @@ def _control_costs(
 ) -> dict[str, float]:
     """What control-flow ops cost beyond the kernels of the subgraphs they call, from the
     fixed-cost measurements (:mod:`edgepart.profiling.timing`): the loop's
-    intercept less the invocation and its one condition op, its slope less the two ops of an
-    iteration, the ``IF`` less the invocation and its branch's op."""
+    intercept less the invocation (``invoke``: of a plan of builtin kernels) and its one
+    condition op, its slope less the two ops of an iteration, the ``IF`` less the invocation
+    and its branch's op."""
     if not all(k in fx for k in ("loop", "loop_iteration", "int_op", "branch")):
         return {}
     op = get(Stats(**fx["int_op"]))

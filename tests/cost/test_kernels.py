@@ -173,6 +173,45 @@ def test_int8_kernels_have_their_own_types():
     assert not any(t == "xnn.conv" for t in k.types)
 
 
+@pytest.mark.parametrize("executor", ["builtin", "xnnpack"])
+def test_int8_data_movement_shares_the_float_type_but_arithmetic_does_not(executor):
+    """Slices, transposes, pads ... run the same code for every element type; their 8-bit
+    kernels are typed as the float ones (the dtype is a feature). 8-bit arithmetic, and
+    concatenation (it requantizes inputs of other scales), keep types of their own."""
+    from edgepart.cost.kernels import DTYPE_BLIND
+    from edgepart.ir.values import Quantization
+
+    q = Quantization(scale=np.array([0.05], np.float32), zero_point=np.array([0], np.int64))
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", DType.INT8, (1, 5, 1, 64), quantization=q)
+    outs = []
+    for op, ins, shape in (
+        ("STRIDED_SLICE", [np.array([0, 1, 0, 0], np.int32), np.array([1, 5, 1, 64], np.int32),
+                           np.ones(4, np.int32)], (1, 4, 1, 64)),
+        ("TRANSPOSE", [np.array([0, 2, 1, 3], np.int32)], (1, 1, 5, 64)),
+        ("PAD", [np.array([[0, 0], [1, 1], [0, 0], [0, 0]], np.int32)], (1, 7, 1, 64)),
+        ("CONCATENATION", [], (1, 10, 1, 64)),
+        ("ADD", [], (1, 5, 1, 64)),
+    ):  # fmt: skip
+        y = g.tensor(f"y_{op}", DType.INT8, shape, quantization=q)
+        extra = [g.constant(f"c_{op}{i}", v) for i, v in enumerate(ins)]
+        opts = {"axis": 1} if op == "CONCATENATION" else {}
+        g.op(op, [x, *extra] if op not in ("CONCATENATION", "ADD") else [x, x], [y],
+             options=opts)  # fmt: skip
+        outs.append(y)
+    g.output(*outs)
+    mb.add_signature("serving_default", 0, [("x", x)], [(f"o{i}", o) for i, o in enumerate(outs)])
+    k = decompose(mb.build(), executor)
+    p = "tfl" if executor == "builtin" else "xnn"
+    assert sorted(k.types) == sorted(
+        [f"{p}.slice", f"{p}.transpose", f"{p}.pad", f"{p}.concat_q8", f"{p}.binary_q8"]
+    )
+    # the dtype feature still tells the 8-bit kernels apart
+    assert {int(v) for v in k.features[:, F["dtype"]]} == {int(DType.INT8)}
+    assert {"slice", "transpose", "pad"} <= DTYPE_BLIND and "concat" not in DTYPE_BLIND
+
+
 def test_partitions_follow_the_claim():
     g = G()
     a = g.add(g.x0, g.x0, S)

@@ -297,6 +297,32 @@ def test_control_flow_costs_round_trip_and_are_checked(tmp_path):
         predictor_from_dict(d, "p.json")
 
 
+def test_a_plan_with_builtin_kernels_pays_the_builtin_plan_cost_once(tmp_path):
+    """Chains of builtin ops extrapolate to more than an empty invocation; a plan of
+    DELEGATE nodes alone does not pay that. The cost is paid once per invocation, whatever
+    the number of builtin kernels, and files written before it load with 0."""
+    p = simple_predictor()
+    cfg = p.configs["xnnpack_1t"]
+    cfg.builtin_plan_s = 9e-8
+    delegated = kernels(["xnn.conv"], [feat(0)], {"xnnpack": 1})
+    mixed = kernels(["xnn.conv", "tfl.conv", "tfl.conv"], [feat(0)] * 3, {"xnnpack": 1})
+    e = cfg.model_seconds(delegated)
+    assert e.seconds == pytest.approx(5e-7 + 2e-7 + 1e-6) and e.invoke_s == pytest.approx(5e-7)
+    e = cfg.model_seconds(mixed)
+    assert e.seconds == pytest.approx(5e-7 + 9e-8 + 2e-7 + 3e-6)
+    assert e.invoke_s == pytest.approx(5.9e-7) and e.low_s < e.seconds < e.high_s
+    assert cfg.model_seconds(kernels([], np.zeros((0, len(FEATURES))))).seconds == 5e-7
+    a = tmp_path / "a.json"
+    p.save(a)
+    assert load_predictor(a).configs["xnnpack_1t"].builtin_plan_s == 9e-8
+    d = p.to_json()
+    del d["configs"]["xnnpack_1t"]["builtin_plan_s"]
+    assert predictor_from_dict(d, "old.json").configs["xnnpack_1t"].builtin_plan_s == 0.0
+    d["configs"]["xnnpack_1t"]["builtin_plan_s"] = -1e-9
+    with pytest.raises(PredictorError, match=r"xnnpack_1t: threads must be >= 1 and overheads"):
+        predictor_from_dict(d, "p.json")
+
+
 def test_boosting_leaves_are_shrunk_by_their_squared_shares():
     sklearn = pytest.importorskip("sklearn.tree")
     from edgepart.cost.predictor_fit import _shrink_leaves
