@@ -33,9 +33,9 @@ class per delegate (:mod:`edgepart.profiling.phone_fit`).
 Kernel types are ``<executor prefix>.<class>`` (``xnn.conv``, ``tfl.binary``, ``gpu.dwconv``),
 with ``_q8`` for 8-bit kernels and ``_hy`` for dynamic-range ones (8-bit weights on float
 activations): each runs other code at other speeds. Not so the classes that only move data
-(:data:`DTYPE_BLIND`): their 8-bit kernels share the float type, the dtype being a feature.
-A builtin kernel that runs after one of
-XNNPACK's dynamically quantized kernels, in the execution plan's order, gets ``@qd8``
+(:data:`DTYPE_BLIND`): their 8-bit kernels share the float type, the dtype being a feature. A
+builtin kernel that runs after one of XNNPACK's dynamically quantized kernels, in the
+execution plan's order, gets ``@qd8``
 (``tfl.dwconv_hy@qd8``): on x86 such kernels run 1.6 to 2.9 times slower
 (:func:`after_dynamic_quantization`).
 

@@ -58,6 +58,7 @@ __all__ = [
     "TreeEnsemble",
     "basis_matrix",
     "load_predictor",
+    "runs_builtin",
     "tree_matrix",
 ]
 
@@ -205,6 +206,12 @@ class TreeEnsemble:
             combine,
             int(d.get("depth", 0)),
         )
+
+
+def runs_builtin(k: Kernels) -> bool:
+    """Whether kernels ``k`` include a builtin one (``tfl.``): its plan pays
+    ``builtin_plan_s``."""
+    return any(t.startswith("tfl.") for t in k.types)
 
 
 def _num(v: float) -> float:
@@ -382,8 +389,8 @@ class ConfigPredictor:
 
     def fixed_s(self, k: Kernels) -> float:
         """The fixed cost of invoking a (sub)graph of kernels ``k``: the invocation, and
-        ``builtin_plan_s`` when one of its kernels is a builtin one (``tfl.``)."""
-        if self.builtin_plan_s and any(t.startswith("tfl.") for t in k.types):
+        ``builtin_plan_s`` when it :func:`runs_builtin`."""
+        if self.builtin_plan_s and runs_builtin(k):
             return self.invoke_s + self.builtin_plan_s
         return self.invoke_s
 

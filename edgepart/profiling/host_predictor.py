@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.cost.kernels import AFTER_QD8, Kernels
-from edgepart.cost.predictor import ConfigPredictor, KernelModel, Predictor
+from edgepart.cost.predictor import ConfigPredictor, KernelModel, Predictor, runs_builtin
 from edgepart.cost.predictor_fit import FitReport, chain_data, config_predictor, fit_config
 from edgepart.cost.stats import STAT_GETTERS, Stats
 from edgepart.errors import UsageError
@@ -59,8 +59,8 @@ def fit_host_predictor(
         fx = meas.fixed.get(name, {})
         invoke = get(Stats(**fx["invoke"])) if "invoke" in fx else 0.0
         # a plan with builtin kernels costs more to invoke than an empty model: left out of
-        # each chain's fixed cost, it would land on the kernels of every chain (a third of a
-        # one-element ADD's cost), over-pricing models of many tiny kernels
+        # each chain's fixed cost, it lands on the kernels (a one-element builtin ADD was
+        # priced at 129 ns against 55 measured), over-pricing models of many tiny kernels
         plan = max(get(Stats(**fx["op_chain"])) - invoke, 0.0) if "op_chain" in fx else 0.0
         node = 0.0
         if "delegate_node" in fx:
@@ -69,7 +69,7 @@ def fit_host_predictor(
         for c, total in chains_for(meas, name, statistic):
             k = c.kernels[ex]
             parts = c.partitions.get(ex, 0)
-            builtin = plan if any(t.startswith("tfl.") for t in k.types) else 0.0
+            builtin = plan if runs_builtin(k) else 0.0
             items.append((k, total, invoke + builtin + parts * node, c.spec.homogeneous))
         fallback = None
         if ex != "builtin":
