@@ -339,6 +339,10 @@ class _Transport:
                 self.send(A_AUTH, AUTH_TOKEN, 0, secrets.token_bytes(20))
             elif arg0 == AUTH_RSAPUBLICKEY:
                 self.public_keys.append(payload)  # a phone would now show the "Allow?" prompt
+                if not self.emulator.unauthorized:
+                    # the user allowed before this key arrived (adb lists the device as
+                    # unauthorized from the first AUTH token, before it sends its key)
+                    self.connect_reply()
         elif not self.online:
             return  # messages before the handshake completes are ignored (protocol.txt)
         elif command == A_OPEN:
