@@ -22,7 +22,13 @@ import numpy as np
 
 from edgepart.cost.kernels import AFTER_QD8, Kernels
 from edgepart.cost.predictor import ConfigPredictor, KernelModel, Predictor, runs_builtin
-from edgepart.cost.predictor_fit import FitReport, chain_data, config_predictor, fit_config
+from edgepart.cost.predictor_fit import (
+    BAGS,
+    FitReport,
+    chain_data,
+    config_predictor,
+    fit_config,
+)
 from edgepart.cost.stats import STAT_GETTERS, Stats
 from edgepart.errors import UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
@@ -37,6 +43,7 @@ def fit_host_predictor(
     family: str = "auto",
     seed: int = 0,
     folds: int = 3,
+    bags: int = BAGS,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[Predictor, list[FitReport]]:
     """A predictor for every configuration in ``meas`` and the fit reports.
@@ -93,7 +100,9 @@ def fit_host_predictor(
             qd8_items = [it for it in items if any(AFTER_QD8 in t for t in it[0].types)]
             items = [it for it in items if not any(AFTER_QD8 in t for t in it[0].types)]
         d = chain_data(items, external=external)
-        models, rep = fit_config(name, d, family=family, seed=seed, folds=folds, progress=progress)
+        models, rep = fit_config(
+            name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress
+        )
         if ext is not None and qd8_items:
             slow = after_qd8_models(qd8_items, models, ext)
             models.update(slow)

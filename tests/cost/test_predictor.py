@@ -19,6 +19,7 @@ from edgepart.cost.predictor import (
     predictor_from_dict,
 )
 from edgepart.cost.predictor_fit import chain_data, cross_validate, fit_config
+from edgepart.errors import UsageError
 
 F = {n: k for k, n in enumerate(FEATURES)}
 
@@ -208,6 +209,35 @@ def test_boosted_trees_learn_what_the_linear_base_misses():
     gbt, _ = cross_validate(d, "gbt", folds=3)
     err = lambda p: float(np.median(np.abs(p / d.total - 1)))  # noqa: E731
     assert err(gbt) < 0.5 * err(lin)
+
+
+def test_bagged_boosting_averages_the_log_factors_of_runs_on_different_chains():
+    pytest.importorskip("sklearn")
+    from edgepart.cost.predictor import tree_matrix
+    from edgepart.cost.predictor_fit import _boost, fit_gbt, fit_linear
+
+    def truth(t: str, f: np.ndarray) -> float:
+        return linear_truth(t, f) * (3.0 if t == "xnn.conv" and f[F["h"]] < 6 else 1.0)
+
+    d = chain_data(_synthetic_chains(300, 2, truth))
+    coef = fit_linear(d)
+    x = tree_matrix(d.x)
+    conv = d.types.index("xnn.conv")
+    rows = d.t == conv
+
+    def log_factor(trees) -> np.ndarray:
+        return trees[conv].export("sum").predict(x[rows])
+
+    runs = [_boost(d, coef, seed=0, bag=b) for b in range(3)]
+    # the runs hold out different chains, so they stop at different trees
+    assert len({tuple(np.round(log_factor(r), 9)) for r in runs}) == 3
+    bagged = fit_gbt(d, coef, seed=0, bags=3)
+    want = np.mean([log_factor(r) for r in runs], axis=0)
+    assert np.allclose(log_factor(bagged), want)
+    # one bag is the plain boosting run, bit for bit
+    assert np.array_equal(log_factor(fit_gbt(d, coef, seed=0, bags=1)), log_factor(runs[0]))
+    with pytest.raises(UsageError, match="bags must be >= 1"):
+        fit_gbt(d, coef, bags=0)
 
 
 def test_fits_are_deterministic():
