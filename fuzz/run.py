@@ -21,6 +21,8 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 
@@ -28,10 +30,28 @@ import atheris
 
 HARNESSES = ("reader", "writer", "yaml", "costgraph", "bundle")
 
+#: A fresh Python with atheris peaks at a few tens of MB; above this at start, the peak is the
+#: launching process's (see :func:`_inherited_peak_mb`).
+_INHERITED_MB = 512
+
+
+def _inherited_peak_mb() -> int:
+    """The peak RSS this process reports before it has done anything.
+
+    libFuzzer's ``-rss_limit_mb`` watches ``getrusage`` peak RSS, and Linux keeps that figure
+    across ``execve``: launched by a large process (a pytest worker that has loaded TensorFlow
+    and LiteRT, 6 GB), a harness starts "over" a 4 GB limit and fails as out-of-memory at its
+    first input. A child launched from here (a small process) starts from its own figure.
+    """
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+
 
 def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[1] not in HARNESSES:
         raise SystemExit(f"usage: python -m fuzz.run {{{','.join(HARNESSES)}}} [libFuzzer flags]")
+    if _inherited_peak_mb() > _INHERITED_MB and not os.environ.get("EDGEPART_FUZZ_RELAUNCHED"):
+        env = {**os.environ, "EDGEPART_FUZZ_RELAUNCHED": "1"}
+        raise SystemExit(subprocess.call([sys.executable, "-m", "fuzz.run", *argv[1:]], env=env))
     name, rest = argv[1], argv[2:]
     corpus = None
     if "--corpus" in rest:

@@ -17,6 +17,7 @@ profiler records (``op_indices``), checked against the signature.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,41 +44,61 @@ def _sub(k: Kernels, idx: Sequence[int]) -> Kernels:
     )
 
 
+#: The time given a kernel whose ops were measured but valued zero: the table stores what an
+#: op adds beyond the invocation's fixed cost, never below zero, so a cheap op (a small
+#: softmax) can come out as 0 on a noisy run. It is cheaper than the profiler can tell, not
+#: unmeasured; a chain at this floor keeps its kernel type in the fit (a type without chains
+#: has no model, and every model with the op would fail to estimate) and prices it near zero.
+UNRESOLVED_S = 1e-8
+
+
+def _occurrences(e_role: str, raw_list: Sequence[Any]) -> list[list[int]]:
+    """The op sets an entry names: a segment's ``op_indices`` is one flat list of ops; a
+    delegate partition's holds one list (or one index) per occurrence of its signature."""
+    if e_role == "segment":
+        return [[int(o) for o in raw_list]] if all(isinstance(o, int) for o in raw_list) else []
+    return [[int(o) for o in (raw if isinstance(raw, list) else [raw])] for raw in raw_list]
+
+
 def table_chains(
     model: Model, pt: ProcessorTable, executor: str
 ) -> list[tuple[Kernels, float, float, str | None]]:
-    """The chains (kernels, time, fixed cost, class) one table gives for one model."""
+    """The chains (kernels, time, fixed cost, class) one table gives for one model.
+
+    Delegate partitions stand in for their ops (which have no entries of their own); a
+    segment (``edgepart.profiling.segments``, ops timed together in context) is a chain beside
+    its ops' single-op chains.
+    """
     sg = model.main
     sigs = op_signatures(sg)
     k = decompose(model, executor)
     value = {key: e.value_s for key, e in pt.entries.items()}
     out: list[tuple[Kernels, float, float, str | None]] = []
-    in_group: set[int] = set()
-    # delegate partitions measured as a whole: the kernels of their ops, summed
+    in_partition: set[int] = set()
     for key, e in sorted(pt.entries.items()):
-        if e.kind != "group" or e.extra.get("role") not in ("delegate_partition", "segment"):
+        role = e.extra.get("role")
+        if e.kind != "group" or role not in ("delegate_partition", "segment"):
             continue
-        for raw in e.extra.get("op_indices", []):
-            members = [int(o) for o in (raw if isinstance(raw, list) else [raw])]
-            if not members or max(members) >= sg.num_ops:
+        for members in _occurrences(role, e.extra.get("op_indices", [])):
+            if not members or max(members) >= sg.num_ops or min(members) < 0:
                 continue
             if group_signature(sg, members, [sigs[i] for i in members]).key != key:
                 continue
             kid = sorted({int(k.op_kernel[o]) for o in members if k.op_kernel[o] >= 0})
-            if kid:
+            if kid and e.value_s > 0:
                 out.append((_sub(k, kid), e.value_s, 0.0, None))
-                in_group.update(members)
+                if role == "delegate_partition":
+                    in_partition.update(members)
     # single ops (CPU rows, host units): kernels whose every op has an entry
     for j, kops in enumerate(k.ops):
-        if any(o in in_group for o in kops) or k.repeat[j] != 1:
+        if any(o in in_partition for o in kops) or k.repeat[j] != 1:
             continue
         vals = [value.get(sigs[o].key) for o in kops]
         if any(v is None for v in vals):
             continue
-        t = float(sum(v for v in vals if v is not None))
-        if t > 0:
-            cls = k.types[j].partition(".")[2]
-            out.append((_sub(k, [j]), t, 0.0, cls))
+        t = max(float(sum(v for v in vals if v is not None)), UNRESOLVED_S)
+        cls = k.types[j].partition(".")[2]
+        out.append((_sub(k, [j]), t, 0.0, cls))
     return out
 
 
