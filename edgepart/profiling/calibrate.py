@@ -10,7 +10,10 @@ measurements (and is then byte-identical for the same seed):
    configuration, then the batch is sampled round-robin in a random order per round, so
    interference from other processes is spread over all of them, and a *canary* chain timed
    at the start of every round measures that interference: samples of rounds where the canary
-   ran more than 25% over its best are dropped. A sample is one untimed invocation (caches
+   ran more than 25% over its best are dropped (wall-clock samples; with one thread the CPU
+   clock already leaves preemption out). Every batch records the canary's samples of each
+   round on both clocks (``canary_wall_s``, ``canary_cpu_s``): how fast the machine ran
+   while the batch was measured. A sample is one untimed invocation (caches
    and the delegate's state warm again after the other chains ran) followed by ``b``
    back-to-back timed invocations (``b`` so a sample lasts about a millisecond). Each chain's
    kernels are found with :func:`edgepart.cost.kernels.decompose`, using the ops XNNPACK
@@ -618,10 +621,12 @@ def measure(
             (ci, name, s) for ci, (_, _, _, ss, _) in enumerate(prepared) for name, s in ss.items()
         ]
         canary_vals: list[float] = []
+        canary_cpu: list[float] = []
         n_rounds = cfg.rounds if any(not t[2].cpu_clock for t in allt) else cfg.cpu_rounds
         for r in range(n_rounds):
             canary.sample(r)
             canary_vals.append(canary.wall[-1])
+            canary_cpu.append(canary.cpu[-1])
             for j in rng.permutation(len(allt)).tolist():
                 if r < cfg.cpu_rounds or not allt[j][2].cpu_clock:
                     allt[j][2].sample(r)
@@ -666,6 +671,8 @@ def measure(
                 "load_end": load_now(),
                 "canary_best_s": best,
                 "canary_rounds_kept": len(keep),
+                "canary_wall_s": [float(v) for v in canary_vals],
+                "canary_cpu_s": [float(v) for v in canary_cpu],
                 "rounds": cfg.rounds,
             }
         )

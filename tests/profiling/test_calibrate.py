@@ -186,6 +186,12 @@ def test_measure_keeps_to_its_budget():
     assert meas.chains
     # a batch in flight stops sampling at the deadline; only its kernel bookkeeping remains
     assert elapsed < cfg.budget_s + 4.0
+    # every batch records how fast the machine ran: the canary's samples, a pair per round
+    done = [b for b in meas.batches if "chains" in b]
+    assert done
+    for b in done:
+        wall, cpu = b["canary_wall_s"], b["canary_cpu_s"]
+        assert len(wall) == len(cpu) >= 1 and all(0 < c <= 1.05 * w for c, w in zip(cpu, wall, strict=True))
 
 
 def test_calibrate_cli_errors(tmp_path, capsys):
