@@ -191,7 +191,8 @@ def test_measure_keeps_to_its_budget():
     assert done
     for b in done:
         wall, cpu = b["canary_wall_s"], b["canary_cpu_s"]
-        assert len(wall) == len(cpu) >= 1 and all(0 < c <= 1.05 * w for c, w in zip(cpu, wall, strict=True))
+        assert len(wall) == len(cpu) >= 1
+        assert all(0 < c <= 1.05 * w for c, w in zip(cpu, wall, strict=True))
 
 
 def test_calibrate_cli_errors(tmp_path, capsys):
