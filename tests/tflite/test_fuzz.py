@@ -158,8 +158,17 @@ def test_fuzz_1000_mutations(corpus):
 
 @pytest.mark.slow
 def test_fuzz_10000_mutations(corpus):
-    counts = run_cases(corpus, 10_000, seed=7)
-    assert sum(counts.values()) == 10_000
+    """10,000 mutations in two processes of 5,000 (each its own seed), one per core: traced
+    allocations make a case take about 30 ms."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    paths = {n: corpus[n] for n in FUZZ_MODELS}
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as pool:
+        parts = list(pool.map(run_cases, [paths, paths], [5_000, 5_000], [7, 8]))
+    assert [sum(c.values()) for c in parts] == [5_000, 5_000]
+    assert all(c["error"] > 500 and c["parsed"] > 50 for c in parts), parts
 
 
 @pytest.mark.parametrize(
