@@ -236,7 +236,6 @@ def test_predictor_from_a_per_op_table(corpus, tmp_path, capsys):
     m = read_model(corpus["mobilenet_v2"])
     est = estimate_model(m, pred)[0]
     from edgepart.cost.table import load_table
-
     from edgepart.profiling.table_fit import table_chains
 
     pt = load_table(table).processors["host_builtin_1t"]
