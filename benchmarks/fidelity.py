@@ -320,6 +320,12 @@ def predictor_mode(args: argparse.Namespace) -> int:
             )
     _predictor_summary(med, configs)
     _by_latency(med, configs)
+    measured: dict[tuple[str, str], dict[int, float]] = {}
+    for r in rows:
+        key = (str(r["model"]), str(r["config"]))
+        measured.setdefault(key, {})[int(r["run"])] = float(r["meas_s"])  # type: ignore[call-overload, arg-type]
+    rep = repeatability(measured)
+    _print_repeatability(rep)
     if drift:  # the predictions scaled by how much slower the machine runs than at calibration
         factor = {c: statistics.median(v) for c, v in drift.items()}
         print(
@@ -341,7 +347,10 @@ def predictor_mode(args: argparse.Namespace) -> int:
     print(f"total {time.perf_counter() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"runs": rows, "medians": med}, indent=1, sort_keys=True) + "\n"
+            json.dumps(
+                {"runs": rows, "medians": med, "repeatability": rep}, indent=1, sort_keys=True
+            )
+            + "\n"
         )
     return 0
 
@@ -384,6 +393,49 @@ def _predictor_summary(rows: list[dict[str, object]], configs: list[tuple[str, s
             f"{c:<12} n={len(errs):>2}  median |err| {statistics.median(errs):6.1%}  "
             f"within 5%: {sum(e <= 0.05 for e in errs) / len(errs):6.1%}  "
             f"within 10%: {sum(e <= 0.10 for e in errs) / len(errs):6.1%}"
+        )
+
+
+def repeatability(
+    values: dict[tuple[str, str], dict[int, float]],
+) -> dict[str, dict[str, float]]:
+    """How well the measurements agree with themselves, per configuration.
+
+    ``values`` maps ``(model, configuration)`` to ``{run: measured seconds}``. Each run's
+    measurement of a model is judged against the median of the other runs' as if it were a
+    prediction: the share within +-5% and +-10% and the median error. A predictor judged on
+    such measurements is held to a target the measurements themselves may not meet.
+
+    >>> r = repeatability({("a", "c"): {0: 1.0, 1: 1.0, 2: 1.2}})["c"]
+    >>> r["n"], round(r["within_10"], 3), round(r["median"], 3)
+    (3, 0.667, 0.091)
+    """
+    errs: dict[str, list[float]] = {}
+    for (_, config), runs in sorted(values.items()):
+        if len(runs) < 2:
+            continue
+        for run, v in sorted(runs.items()):
+            others = statistics.median(w for q, w in runs.items() if q != run)
+            errs.setdefault(config, []).append(abs(v / others - 1.0))
+    return {
+        c: {
+            "n": len(e),
+            "within_5": sum(x <= 0.05 for x in e) / len(e),
+            "within_10": sum(x <= 0.10 for x in e) / len(e),
+            "median": statistics.median(e),
+        }
+        for c, e in sorted(errs.items())
+    }
+
+
+def _print_repeatability(rep: dict[str, dict[str, float]]) -> None:
+    if not rep:
+        return
+    print("repeatability of the measurements (each run against the median of the other runs):")
+    for c, r in rep.items():
+        print(
+            f"{c:<12} n={int(r['n']):>3}  median |err| {r['median']:6.1%}  "
+            f"within 5%: {r['within_5']:6.1%}  within 10%: {r['within_10']:6.1%}"
         )
 
 
@@ -478,6 +530,12 @@ def main() -> int:
                 + f"  (min {min(shares):.1%}, median {statistics.median(shares):.1%}, "
                 f"max {max(shares):.1%})"
             )
+        measured: dict[tuple[str, str], dict[int, float]] = {}
+        for r in rows:
+            key = (str(r["model"]), f"{r['executor']}_{args.threads}t")
+            measured.setdefault(key, {})[int(r["run"])] = float(r["p10_meas_s"])  # type: ignore[call-overload, arg-type]
+        print("\np10 statistic:")
+        _print_repeatability(repeatability(measured))
         print("\nall runs pooled:")
         for stat in STATS:
             line = summarize(rows, stat, None)
