@@ -169,15 +169,26 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
         )
         print(f"\n{r.config}: {r.chains} chains, {r.kernels} kernels; held-out chain error: {fams}")
         print(f"  chosen: {r.family}")
+        if r.reference:
+            print(
+                f"  fitted against {r.reference}: per kernel type, a fixed cost plus a scale of "
+                f"its prediction (its speed-up is 1/scale)"
+            )
+        ref = "  scale  +fixed" if r.reference else ""
         print(
             f"  {'kernel type':<18} {'chains':>6} {'median':>8} {'<=10%':>6} {'p10':>7} {'p90':>7}"
+            f"{ref}"
         )
         for t, s in sorted(r.per_type.items()):
             if s.get("n", 0) < 5:
                 continue
+            scale = ""
+            if t in r.scales:
+                fixed, k = r.scales[t]
+                scale = f" {k:>6.3f} {fixed * 1e9:>4.0f} ns"
             print(
                 f"  {t:<18} {int(s['n']):>6} {s['median_abs']:>8.1%} {s['within_10']:>6.0%} "
-                f"{s['q10']:>+7.1%} {s['q90']:>+7.1%}"
+                f"{s['q10']:>+7.1%} {s['q90']:>+7.1%}{scale}"
             )
     print()
     for f in files:

@@ -28,6 +28,16 @@ between two nearly equal times says little about its kernels.
     nn-Meter's choice: random forests per kernel type, on per-kernel targets obtained by
     splitting each chain's time over its kernels in proportion to the linear fit's predictions.
 
+A configuration of several threads may be fitted against a *reference*, the same executor's
+one-thread configuration: a kernel's linear part is then ``c + s * p`` per type, with ``p``
+the reference's prediction for the kernel (its tree factor ``f`` multiplies ``c`` too, so the
+result is the reference's model with its base scaled, ``(c + s * base) * f``), and each family
+fits on top of that as above. Two threads' timings are noisier than one thread's (wall clock,
+the second core shared), and their own fit priced the kernels of real networks with speed-ups
+the chains do not show (10-24% too slow on large models); the reference carries what one
+thread's fit learned about each kernel, and the chains of two threads only fit how much faster
+each type runs.
+
 :func:`fit_predictor` cross-validates the families (folds by chain), keeps the one with the
 lowest median error on held-out chains (or the one asked for), and refits it on every chain.
 Per kernel type, the held-out errors of the chains the type dominates give its uncertainty band.
@@ -48,7 +58,6 @@ import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.cost.predictor import (
-    BASIS,
     TREE_INPUTS,
     ConfigPredictor,
     KernelModel,
@@ -91,6 +100,10 @@ class ChainData:
     fixed: np.ndarray  # [C] invocation + delegate nodes
     homo: list[str | None]  # per chain: the class of a homogeneous chain
     offset: np.ndarray  # [C] kernel time predicted by another configuration (not fitted here)
+    # a reference configuration's models per type (module docstring): then ``ref`` holds per
+    # row their prediction and its tree factor, ``[R, 2]``
+    ref_models: dict[str, KernelModel] | None = None
+    ref: np.ndarray | None = None
 
     @property
     def y(self) -> np.ndarray:
@@ -120,6 +133,8 @@ class ChainData:
             self.fixed[keep],
             [h for h, k in zip(self.homo, keep.tolist(), strict=True) if k],
             self.offset[keep],
+            self.ref_models,
+            None if self.ref is None else self.ref[rows],
         )
 
 
@@ -129,13 +144,16 @@ def chain_data(
     *,
     external: Callable[[str, np.ndarray], np.ndarray | None] | None = None,
     min_rows: int = MIN_ROWS,
+    reference: Callable[[str], KernelModel | None] | None = None,
 ) -> ChainData:
     """Arrays from ``(kernels, measured total, fixed cost, homogeneous class)`` per chain.
 
     ``external(type, features)`` may return the seconds of kernels another configuration
     predicts (builtin kernels inside XNNPACK configurations): those become the chain's offset
     instead of rows. Types with fewer than ``min_rows`` kernels join their plain class
-    (``xnn.copy_q8`` -> ``xnn.copy``) when that class has enough.
+    (``xnn.copy_q8`` -> ``xnn.copy``) when that class has enough. ``reference(type)`` may give
+    the model another configuration has for a type (the same executor on one thread): the
+    fit then scales it (module docstring), if every type has one.
     """
     counts: dict[str, int] = {}
     for k, _, _, _ in items:
@@ -176,7 +194,7 @@ def chain_data(
         total.append(tot)
         fixed.append(fix)
         homo.append(h)
-    return ChainData(
+    d = ChainData(
         types,
         np.vstack(xs) if xs else np.zeros((0, len(FEATURES))),
         np.asarray(ts, np.int64),
@@ -187,15 +205,36 @@ def chain_data(
         homo,
         np.asarray(off, np.float64),
     )
+    if reference is not None and types:
+        refs = {t: reference(t) for t in types}
+        if all(m is not None for m in refs.values()):
+            d.ref_models = {t: m for t, m in refs.items() if m is not None}
+            d.ref = np.zeros((len(d.x), 2))
+            for ti, t in enumerate(types):
+                idx = np.flatnonzero(d.t == ti)
+                m = d.ref_models[t]
+                full = m.predict(d.x[idx])
+                d.ref[idx, 0] = full / m.base(d.x[idx])
+                d.ref[idx, 1] = full
+    return d
 
 
 # ---------------------------------------------------------------------------- linear
 
 
+def _columns(d: ChainData) -> np.ndarray:
+    """Per kernel row, the terms its type's coefficients multiply: the :data:`BASIS`, or with
+    a reference, its tree factor and its prediction (module docstring)."""
+    if d.ref is not None:
+        return d.ref
+    return basis_matrix(d.x)
+
+
 def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """``[chains, types * basis]`` sums of repeats times basis terms, and the column ids."""
-    phi = basis_matrix(d.x) * d.rep[:, None]
-    nb = len(BASIS)
+    """``[chains, types * terms]`` sums of repeats times terms (:func:`_columns`), and the
+    column ids."""
+    phi = _columns(d) * d.rep[:, None]
+    nb = phi.shape[1]
     a = np.zeros((d.chains, len(d.types) * nb))
     for j in range(nb):
         np.add.at(a, (d.c, d.t * nb + j), phi[:, j])
@@ -204,7 +243,8 @@ def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:
 
 
 def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.ndarray:
-    """Per type basis coefficients ``[types, len(BASIS)]`` (non-negative; module docstring)."""
+    """Per type coefficients ``[types, terms]`` (:func:`_columns`; non-negative; module
+    docstring)."""
     # scipy is optional (the `calibrate` extra): load it only when a linear model is fitted
     from scipy.optimize import nnls
 
@@ -217,7 +257,7 @@ def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.
     used = np.flatnonzero(np.abs(a).sum(axis=0) > 0)
     coef = np.zeros(a.shape[1])
     if not len(used):
-        return coef.reshape(len(d.types), len(BASIS))
+        return coef.reshape(len(d.types), -1)
     for _ in range(3):
         b = a[:, used] / tot[:, None] * np.sqrt(w)[:, None]
         scale = np.linalg.norm(b, axis=0)
@@ -232,12 +272,12 @@ def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.
         coef[used] = sol / scale
         rel = np.abs((a @ coef + known) / tot - 1.0)
         w = np.minimum(1.0, huber / np.maximum(rel, 1e-12))
-    return coef.reshape(len(d.types), len(BASIS))
+    return coef.reshape(len(d.types), -1)
 
 
 def _base_rows(d: ChainData, coef: np.ndarray) -> np.ndarray:
     """Per kernel row, the linear prediction (one repeat)."""
-    phi = basis_matrix(d.x)
+    phi = _columns(d)
     out: np.ndarray = np.maximum((phi * coef[d.t]).sum(axis=1), 1e-9)
     return out
 
@@ -469,6 +509,7 @@ class _Fit:
     coef: np.ndarray
     trees: dict[int, _Trees]
     family: str
+    ref_models: dict[str, KernelModel] | None = None
 
     def kernel_models(self, d: ChainData | None = None) -> dict[str, KernelModel]:
         out = {}
@@ -476,7 +517,18 @@ class _Fit:
         for t, name in enumerate(self.types):
             tr = self.trees.get(t)
             ens = tr.export(combine) if tr is not None and tr.trees else None
-            km = KernelModel(name, self.coef[t].copy(), ens)
+            ref = self.ref_models.get(name) if self.ref_models is not None else None
+            if ref is None:
+                km = KernelModel(name, self.coef[t].copy(), ens)
+            else:
+                # c * f + s * p, with p = base * f the reference's prediction and f its tree
+                # factor: the reference's model with its base scaled by s plus c, and its
+                # trees' output added to this fit's
+                fixed, scale = (float(v) for v in self.coef[t])
+                coef = ref.coef * scale
+                coef[0] += fixed
+                floor = max(ref.floor_s * scale, 1e-12)
+                km = KernelModel(name, coef, TreeEnsemble.added(ref.trees, ens), floor)
             if d is not None:
                 rows = d.x[d.t == t]
                 km.n = len(rows)
@@ -495,7 +547,7 @@ def _fit_once(d: ChainData, family: str, seed: int, bags: int = BAGS) -> _Fit:
         trees = fit_gbt(d, coef, seed=seed, bags=bags)
     elif family == "rf":
         trees = fit_rf(d, coef, seed=seed)
-    return _Fit(list(d.types), coef, trees, family)
+    return _Fit(list(d.types), coef, trees, family, d.ref_models)
 
 
 def _predict_rows(fit: _Fit, d: ChainData) -> np.ndarray:
@@ -536,9 +588,13 @@ class FitReport:
     families: dict[str, dict[str, float]]
     per_type: dict[str, dict[str, float]]
     seconds: float
+    # fitted against a reference configuration: per type the fixed seconds and the scale of
+    # the reference's prediction (module docstring)
+    reference: str | None = None
+    scales: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "config": self.config,
             "chains": self.chains,
             "kernels": self.kernels,
@@ -546,6 +602,10 @@ class FitReport:
             "families": self.families,
             "per_type": self.per_type,
         }
+        if self.reference is not None:
+            out["reference"] = self.reference
+            out["scales"] = {t: {"fixed_s": c, "scale": k} for t, (c, k) in self.scales.items()}
+        return out
 
 
 def cross_validate(
@@ -647,6 +707,9 @@ def fit_config(
         per_type=per_type,
         seconds=time.perf_counter() - t0,
     )
+    if d.ref is not None:
+        rep.scales = {t: (float(fit.coef[i, 0]), float(fit.coef[i, 1]))
+                      for i, t in enumerate(d.types)}  # fmt: skip
     return models, rep
 
 

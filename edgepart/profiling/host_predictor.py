@@ -8,7 +8,8 @@ configurations are priced by the builtin configuration's models, except those th
 a dynamically quantized XNNPACK kernel (``@qd8`` types): the builtin models times one
 slowdown factor fitted on the chains that have them (:func:`after_qd8_models`); kernel types a
 configuration never saw fall back to the builtin configuration with the same thread count,
-else one thread.
+else one thread. A configuration of several threads is fitted against the same executor's one-thread
+configuration (:mod:`edgepart.cost.predictor_fit`: its models scaled per kernel type).
 
 The result depends only on the measurements, the statistic, the family and the seed.
 """
@@ -99,7 +100,15 @@ def fit_host_predictor(
             # kernel: they price those kernels' slowdown once the rest is fitted
             qd8_items = [it for it in items if any(AFTER_QD8 in t for t in it[0].types)]
             items = [it for it in items if not any(AFTER_QD8 in t for t in it[0].types)]
-        d = chain_data(items, external=external)
+        # more threads: the same executor's one-thread models, scaled per kernel type
+        reference = None
+        ref_cp = configs.get(config_name(ex, 1)) if th > 1 else None
+        if ref_cp is not None:
+
+            def reference(typ: str, ref_cp: ConfigPredictor = ref_cp) -> KernelModel | None:
+                return ref_cp.model_for(typ)[0]
+
+        d = chain_data(items, external=external, reference=reference)
         models, rep = fit_config(
             name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress
         )
@@ -117,6 +126,9 @@ def fit_host_predictor(
             name, ex, th, invoke, {"xnnpack": node} if ex == "xnnpack" else {}, models, rep,
             fallback, _control_costs(fx, invoke + plan, get), plan,
         )  # fmt: skip
+        if d.ref_models is not None and ref_cp is not None:
+            configs[name].extra["reference"] = ref_cp.name
+            rep.reference = ref_cp.name
         reports.append(rep)
     load = summarize_load(meas)
     host = meas.host

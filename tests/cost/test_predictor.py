@@ -306,13 +306,23 @@ def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
     cp.control_s = {"while": 9e-7, "while_iteration": 3e-8, "if": 5e-7}
     # WHILE: entry, 5 iterations, the condition 6 times and the body 5 times
     assert cp.model_seconds(loop).seconds == pytest.approx(3e-7 + 9e-7 + 5 * 3e-8 + 11e-7)
-    # IF: entry and one branch
+    # IF: entry, the copies of its operands and results (one copy kernel), one branch
     e = cp.model_seconds(branch)
-    assert e.seconds == pytest.approx(3e-7 + 5e-7 + 1e-7)
+    assert e.seconds == pytest.approx(3e-7 + 5e-7 + 1e-7 + 1e-7)
     # the per-type split is of the same seconds (the IF's under its kernel's type)
     assert sum(e.by_type.values()) == pytest.approx(e.kernels_s)
-    assert e.by_type["tfl.other"] == pytest.approx(5e-7)
+    assert e.by_type["tfl.other"] == pytest.approx(6e-7)
     assert "tfl.other" not in e.fallbacks  # measured, not a fallback model
+    # the copies cost what copying the IF's operands and results does
+    F_ = {n: i for i, n in enumerate(FEATURES)}
+    row = branch.features[branch.types.index("tfl.other")]
+    nbytes = row[F_["in_bytes"]] + row[F_["w_bytes"]] + row[F_["out_bytes"]]
+    assert nbytes > 0
+    per_mb = coef.copy()
+    per_mb[BASIS.index("in_mb")] = 2e-5  # 20 us per MB read
+    cp.kernels["tfl.copy"] = KernelModel("tfl.copy", per_mb)
+    e2 = cp.model_seconds(branch)
+    assert e2.by_type["tfl.other"] - e.by_type["tfl.other"] == pytest.approx(2e-5 * nbytes / 1e6)
 
 
 def test_control_flow_costs_round_trip_and_are_checked(tmp_path):
@@ -400,3 +410,95 @@ def test_builtin_kernels_after_qd8_cost_their_builtin_model_times_one_fitted_fac
     # an XNNPACK type the fit merged into its plain class prices the chain by that class
     merged = {"xnn.conv": const("xnn.conv", 1e-6)}
     assert after_qd8_models(items, merged, builtin)["tfl.dwconv_hy@qd8"].cv["chains"] == 9
+
+
+def test_added_ensembles_predict_the_sum_of_their_outputs():
+    sklearn = pytest.importorskip("sklearn.tree")
+    from edgepart.cost.predictor import TREE_INPUTS, TreeEnsemble, tree_matrix
+    from edgepart.cost.predictor_fit import _Trees
+
+    rng = np.random.default_rng(3)
+    x = tree_matrix(rng.uniform(0, 100, (300, len(FEATURES))))
+    y = np.cos(x[:, 2] / 7) + (x[:, 9] > 40)
+    # ensembles over different feature sets; one a forest (mean), one boosted (sum)
+    fa, fb = (1, 2, 9), (2, 5, TREE_INPUTS.index("cout_tail16"))
+    ta = [sklearn.DecisionTreeRegressor(max_depth=4, random_state=s).fit(x[:, fa], y + s)
+          for s in range(3)]  # fmt: skip
+    tb = [sklearn.DecisionTreeRegressor(max_depth=2, random_state=s).fit(x[:, fb], -y)
+          for s in range(2)]  # fmt: skip
+    a = _Trees(fa, ta, [1.0] * 3).export("mean")
+    b = _Trees(fb, tb, [0.3, 0.3]).export("sum")
+    both = TreeEnsemble.added(a, b)
+    assert both is not None and both.combine == "sum" and len(both) == 5
+    assert np.allclose(both.predict(x), a.predict(x) + b.predict(x))
+    assert TreeEnsemble.added(None, b) is b and TreeEnsemble.added(a, None) is a
+    back = TreeEnsemble.from_json(json.loads(json.dumps(both.to_json())), "t")
+    assert np.allclose(back.predict(x), both.predict(x), rtol=1e-8)
+
+
+def _reference_model() -> KernelModel:
+    coef = np.zeros(len(BASIS))
+    coef[0], coef[1] = 4e-7, 2e-5  # 0.4 us per kernel, 20 us per million MACs
+    return KernelModel("xnn.conv", coef)
+
+
+def test_more_threads_scale_the_one_thread_models_per_type():
+    """Two threads' chains, fitted against the one-thread model: the exported model is the
+    reference's with its base scaled, and recovers a per-kernel cost plus a speed-up."""
+    ref = _reference_model()
+    truth = lambda t, f: 3e-7 + 0.55 * ref.predict(f[None])[0]  # noqa: E731
+    items = [it for it in _synthetic_chains(300, 5, truth) if set(it[0].types) == {"xnn.conv"}]
+    d = chain_data(items, reference=lambda t: ref if t == "xnn.conv" else None)
+    assert d.ref_models == {"xnn.conv": ref} and d.ref is not None
+    models, rep = fit_config("xnnpack_2t", d, family="linear")
+    m = models["xnn.conv"]
+    assert m.coef[0] == pytest.approx(3e-7 + 0.55 * 4e-7, rel=0.05)
+    assert m.coef[1] == pytest.approx(0.55 * 2e-5, rel=0.05)
+    for macs in (1e4, 1e6, 5e6):
+        f = feat(macs)
+        assert m.predict(f[None])[0] == pytest.approx(truth("xnn.conv", f), rel=0.03)
+    assert rep.families["linear"]["median_abs"] < 0.01
+    fixed, scale = rep.scales["xnn.conv"]  # reported: 1 / scale is the speed-up
+    assert scale == pytest.approx(0.55, rel=0.05) and fixed == pytest.approx(3e-7, rel=0.3)
+    # a type with no reference: the configuration is fitted on its own
+    mixed = chain_data(_synthetic_chains(100, 6, truth),
+                       reference=lambda t: ref if t == "xnn.conv" else None)  # fmt: skip
+    assert mixed.ref is None and mixed.ref_models is None
+
+
+def test_a_reference_with_trees_keeps_its_trees_under_the_fitted_ones():
+    pytest.importorskip("sklearn")
+    from edgepart.cost.predictor_fit import cross_validate
+
+    # a one-thread model whose trees triple the cost of small images
+    def one(t: str, f: np.ndarray) -> float:
+        return linear_truth(t, f) * (3.0 if f[F["h"]] < 6 else 1.0)
+
+    d1 = chain_data(_synthetic_chains(400, 7, one))
+    ref, _ = fit_config("xnnpack_1t", d1, family="gbt", seed=1, bags=2)
+    assert ref["xnn.conv"].trees is not None
+
+    # two threads: the one-thread cost times 0.6 (conv) and 0.8 (binary), but narrow
+    # convolutions gain nothing from the second thread
+    def two(t: str, f: np.ndarray) -> float:
+        s = 0.6 if t == "xnn.conv" else 0.8
+        if t == "xnn.conv" and f[F["cout"]] < 8:
+            s = 1.0
+        return s * float(ref[t].predict(f[None])[0])
+
+    items = _synthetic_chains(500, 8, two)
+    d = chain_data(items, reference=lambda t: ref.get(t))
+    assert d.ref is not None
+    held, _ = cross_validate(d, "gbt", folds=3, bags=2)
+    lin, _ = cross_validate(d, "linear", folds=3)
+    err = lambda p: float(np.median(np.abs(p / d.total - 1)))  # noqa: E731
+    assert err(held) < 0.03 and err(held) < err(lin)
+    models, _ = fit_config("xnnpack_2t", d, family="gbt", seed=1, bags=2)
+    m = models["xnn.conv"]
+    # the exported model holds the reference's trees and its own, summed
+    assert m.trees is not None and len(m.trees) > len(ref["xnn.conv"].trees or ())
+    rng = np.random.default_rng(9)
+    fs = np.vstack([feat(rng.uniform(1e5, 5e6), cout=float(c), h=float(h))
+                    for c, h in zip(rng.integers(1, 64, 40), rng.integers(1, 32, 40))])  # fmt: skip
+    want = np.array([two("xnn.conv", f) for f in fs])
+    assert np.median(np.abs(m.predict(fs) / want - 1)) < 0.05

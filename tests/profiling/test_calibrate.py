@@ -563,3 +563,27 @@ def test_retyping_saved_measurements_restores_the_current_kernel_types(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not an .npz archive" in err
     assert not (tmp_path / "y.npz").exists()
+
+
+def test_two_threads_are_fitted_against_one_thread_and_refit_identically(tmp_path):
+    """A configuration of two threads scales the one-thread models per kernel type (its
+    report gives each type's scale and fixed cost), and refits byte for byte."""
+    pytest.importorskip("sklearn")
+    cfg = MeasureConfig(configs=(("xnnpack", 1), ("xnnpack", 2)), seed=5, batch=8, rounds=3,
+                        max_chains=16)  # fmt: skip
+    path = tmp_path / "m.npz"
+    measure(cfg).save(path)
+    outs = []
+    for k in range(2):
+        pred, reps = fit_host_predictor(load_measurements(path), family="gbt", seed=1, bags=1)
+        pred.save(tmp_path / f"p{k}.json")
+        outs.append((tmp_path / f"p{k}.json").read_bytes())
+    assert outs[0] == outs[1]
+    by = {r.config: r for r in reps}
+    assert by["xnnpack_1t"].reference is None and not by["xnnpack_1t"].scales
+    two = by["xnnpack_2t"]
+    assert two.reference == "xnnpack_1t" and two.to_json()["reference"] == "xnnpack_1t"
+    assert two.scales and all(c >= 0 and k >= 0 for c, k in two.scales.values())
+    p = load_predictor(tmp_path / "p0.json")
+    assert p.configs["xnnpack_2t"].extra["reference"] == "xnnpack_1t"
+    assert "reference" not in p.configs["xnnpack_1t"].extra
