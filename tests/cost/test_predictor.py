@@ -498,7 +498,8 @@ def test_a_reference_with_trees_keeps_its_trees_under_the_fitted_ones():
     # the exported model holds the reference's trees and its own, summed
     assert m.trees is not None and len(m.trees) > len(ref["xnn.conv"].trees or ())
     rng = np.random.default_rng(9)
+    couts, hs = rng.integers(1, 64, 40), rng.integers(1, 32, 40)
     fs = np.vstack([feat(rng.uniform(1e5, 5e6), cout=float(c), h=float(h))
-                    for c, h in zip(rng.integers(1, 64, 40), rng.integers(1, 32, 40))])  # fmt: skip
+                    for c, h in zip(couts, hs, strict=True)])  # fmt: skip
     want = np.array([two("xnn.conv", f) for f in fs])
     assert np.median(np.abs(m.predict(fs) / want - 1)) < 0.05
