@@ -78,8 +78,6 @@ MEASUREMENTS_FORMAT = "edgepart-calibration-measurements"
 MEASUREMENTS_VERSION = 1
 Progress = Callable[[float, str], None]
 
-_CANARY_LIMIT = 1.25
-
 
 def config_name(executor: str, threads: int) -> str:
     """``xnnpack_2t``: how a configuration is named in measurements and predictors."""
@@ -111,6 +109,9 @@ class MeasureConfig:
         Re-weight kernel classes by their quick-fit error between batches.
     max_chains
         Stop after this many chains (0: only the budget stops).
+    canary_limit
+        Wall-clock samples of a round are dropped when the canary ran more than this factor
+        over its best (``inf`` keeps every round; a chain needs three kept samples).
     """
 
     configs: tuple[tuple[str, int], ...] = (("xnnpack", 1), ("builtin", 1))
@@ -122,6 +123,7 @@ class MeasureConfig:
     sample_s: float = 1e-3
     adaptive: bool = True
     max_chains: int = 0
+    canary_limit: float = 1.25
 
 
 @dataclass
@@ -633,7 +635,7 @@ def measure(
             if time.monotonic() > end and r >= 2:
                 break  # the budget is spent: keep the rounds sampled so far
         best = min(canary.wall) if canary.wall else 1.0
-        keep = {r for r, v in enumerate(canary_vals) if v <= _CANARY_LIMIT * best}
+        keep = {r for r, v in enumerate(canary_vals) if v <= cfg.canary_limit * best}
         for spec, model, content, samplers, info in prepared:
             stats, wall = {}, {}
             for ex, th in cfg.configs:
@@ -671,6 +673,8 @@ def measure(
                 "load_end": load_now(),
                 "canary_best_s": best,
                 "canary_rounds_kept": len(keep),
+                # JSON has no infinity: None when every round is kept
+                "canary_limit": cfg.canary_limit if math.isfinite(cfg.canary_limit) else None,
                 "canary_wall_s": [float(v) for v in canary_vals],
                 "canary_cpu_s": [float(v) for v in canary_cpu],
                 "rounds": cfg.rounds,

@@ -31,7 +31,7 @@ from edgepart.cost.predictor_fit import (
     fit_config,
 )
 from edgepart.cost.stats import STAT_GETTERS, Stats
-from edgepart.errors import UsageError
+from edgepart.errors import PredictorError, UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
 
 __all__ = ["fit_host_predictor"]
@@ -73,8 +73,11 @@ def fit_host_predictor(
         node = 0.0
         if "delegate_node" in fx:
             node = max(get(Stats(**fx["delegate_node"])) - invoke, 0.0)
+        timed = chains_for(meas, name, statistic)
+        if len(timed) < 2 * folds:
+            _refuse_dropped(meas, name, ex, len(timed), 2 * folds)
         items = []
-        for c, total in chains_for(meas, name, statistic):
+        for c, total in timed:
             k = c.kernels[ex]
             parts = c.partitions.get(ex, 0)
             builtin = plan if runs_builtin(k) else 0.0
@@ -237,3 +240,14 @@ def _control_costs(
         "while_iteration": max(get(Stats(**fx["loop_iteration"])) - 2 * op, 0.0),
         "if": max(get(Stats(**fx["branch"])) - invoke - op, 0.0),
     }
+
+
+def _refuse_dropped(meas: Measurements, name: str, ex: str, n: int, need: int) -> None:
+    """Say so when the canary filter, not the budget, left ``name`` without enough chains."""
+    dropped = sum(1 for c in meas.chains if ex in c.kernels and c.stats.get(name) is None)
+    if dropped:
+        raise PredictorError(
+            f"{name}: {n} of {n + dropped} measured chains kept, need at least {need}: the "
+            "others ran while other processes slowed the calibration canary past its limit; "
+            "calibrate on a quieter machine"
+        )

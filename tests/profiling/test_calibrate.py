@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from edgepart.cli import main
 from edgepart.cost.kernels import decompose
 from edgepart.cost.predictor import load_predictor
+from edgepart.errors import PredictorError
 from edgepart.profiling.calibrate import (
     MeasureConfig,
     load_measurements,
@@ -569,8 +571,10 @@ def test_two_threads_are_fitted_against_one_thread_and_refit_identically(tmp_pat
     """A configuration of two threads scales the one-thread models per kernel type (its
     report gives each type's scale and fixed cost), and refits byte for byte."""
     pytest.importorskip("sklearn")
+    # every round kept: the fit is under test, not the filter (under CI's parallel tests the
+    # canary can reject every round of two threads)
     cfg = MeasureConfig(configs=(("xnnpack", 1), ("xnnpack", 2)), seed=5, batch=8, rounds=3,
-                        max_chains=16)  # fmt: skip
+                        max_chains=16, canary_limit=math.inf)  # fmt: skip
     path = tmp_path / "m.npz"
     measure(cfg).save(path)
     outs = []
@@ -587,3 +591,21 @@ def test_two_threads_are_fitted_against_one_thread_and_refit_identically(tmp_pat
     p = load_predictor(tmp_path / "p0.json")
     assert p.configs["xnnpack_2t"].extra["reference"] == "xnnpack_1t"
     assert "reference" not in p.configs["xnnpack_1t"].extra
+
+
+def test_chains_the_canary_dropped_are_named_as_the_reason_a_fit_is_refused(tmp_path):
+    """A configuration left without chains because every round ran under interference is
+    refused with that reason, not as a budget too short."""
+    pytest.importorskip("sklearn")
+    # a limit of zero rejects every round: two threads' wall samples are all dropped, while
+    # one thread's samples (thread CPU time) are not filtered
+    cfg = MeasureConfig(configs=(("xnnpack", 1), ("xnnpack", 2)), seed=5, batch=8, rounds=3,
+                        max_chains=8, canary_limit=0.0)  # fmt: skip
+    meas = measure(cfg)
+    assert all(c.stats["xnnpack_2t"] is None for c in meas.chains)
+    assert all(c.stats["xnnpack_1t"] is not None for c in meas.chains)
+    assert all(b["canary_rounds_kept"] == 0 for b in meas.batches)
+    with pytest.raises(PredictorError) as err:
+        fit_host_predictor(meas, family="gbt", seed=1, bags=1)
+    msg = str(err.value)
+    assert msg.startswith("xnnpack_2t: 0 of 8 measured chains kept") and "quieter machine" in msg
