@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STAT_GETTERS", "Stats", "fit_intercept", "fit_slope", "stats_from_samples"]
+__all__ = [
+    "STAT_GETTERS",
+    "Stats",
+    "fit_intercept",
+    "fit_slope",
+    "median_stats",
+    "stats_from_samples",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,29 @@ def stats_from_samples(samples_s: list[float], warmup: int, batch: int) -> Stats
         count=len(xs),
         warmup=warmup,
         batch=batch,
+    )
+
+
+def median_stats(items: Sequence[Stats]) -> Stats:
+    """Each statistic's median over ``items`` (the same item measured at several moments).
+
+    The medians keep min <= p10 <= median <= p90 (a median is monotone); count is the total,
+    warm-up and batch those of the first item.
+    """
+    if not items:
+        raise ValueError("median_stats of no statistics")
+
+    def med(get: Callable[[Stats], float]) -> float:
+        return float(np.median([get(s) for s in items]))
+
+    return Stats(
+        median_s=med(lambda s: s.median_s),
+        p10_s=med(lambda s: s.p10_s),
+        p90_s=med(lambda s: s.p90_s),
+        min_s=med(lambda s: s.min_s),
+        count=sum(s.count for s in items),
+        warmup=items[0].warmup,
+        batch=items[0].batch,
     )
 
 

@@ -20,7 +20,10 @@ measurements (and is then byte-identical for the same seed):
    really took (read from the interpreter's DELEGATE nodes). The load average is recorded
    with every batch. Between batches, a quick fit ranks the kernel classes by their
    cross-validated error and the next batch draws the worst ones more often (adaptive
-   sampling).
+   sampling). The fixed costs (:class:`FixedSamplers`: the empty invocation, a delegate
+   node, control flow) are timed before the first chain and again in every
+   ``FIXED_EVERY``-th batch, round-robin beside its chains; each statistic is the median
+   over those moments (each moment is kept: ``Measurements.fixed_moments``).
 2. :func:`edgepart.cost.predictor_fit.fit_predictor` fits one predictor per configuration.
 
 :class:`Measurements` are saved as ``.npz`` (arrays plus a JSON header; no pickle).
@@ -35,7 +38,7 @@ import os
 import platform
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
@@ -43,7 +46,13 @@ from typing import Any
 import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels, decompose
-from edgepart.cost.stats import Stats, fit_intercept, fit_slope, stats_from_samples
+from edgepart.cost.stats import (
+    Stats,
+    fit_intercept,
+    fit_slope,
+    median_stats,
+    stats_from_samples,
+)
 from edgepart.errors import EdgepartError, PredictorError, RuntimeBackendError, UsageError
 from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
@@ -77,6 +86,10 @@ __all__ = [
 MEASUREMENTS_FORMAT = "edgepart-calibration-measurements"
 MEASUREMENTS_VERSION = 1
 Progress = Callable[[float, str], None]
+
+
+FIXED_START_ROUNDS = 40  # rounds of the fixed-cost models before the first chain
+FIXED_EVERY = 4  # ... and a moment of them in every FIXED_EVERY-th batch
 
 
 def config_name(executor: str, threads: int) -> str:
@@ -148,6 +161,9 @@ class Measurements:
     configs: list[tuple[str, int]]
     fixed: dict[str, dict[str, Any]]  # per configuration: invoke and delegate node Stats
     chains: list[ChainRecord] = field(default_factory=list)
+    # per configuration, the fixed costs of every moment they were timed at, in time order
+    # (``fixed`` is their median; older measurement files have none)
+    fixed_moments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     batches: list[dict[str, Any]] = field(default_factory=list)
     seed: int = 0
     elapsed_s: float = 0.0
@@ -196,6 +212,7 @@ class Measurements:
             "configs": [[ex, th] for ex, th in self.configs],
             "executors": execs,
             "fixed": self.fixed,
+            "fixed_moments": self.fixed_moments,
             "features": list(FEATURES),
             "types": types,
             "chains": chains,
@@ -264,6 +281,7 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
         host=header["host"],
         configs=[(str(a), int(b)) for a, b in header["configs"]],
         fixed=header["fixed"],
+        fixed_moments=header.get("fixed_moments", {}),
         batches=header["batches"],
         seed=int(header["seed"]),
         elapsed_s=float(header["elapsed_s"]),
@@ -456,8 +474,8 @@ def _delegated_one_by_one(content: bytes, threads: int, ops: list[dict[str, Any]
     return found
 
 
-def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any]:
-    """The empty invocation, (XNNPACK) one delegate node, and control flow, on the
+class FixedSamplers:
+    """The empty invocation, (XNNPACK) one delegate node, and control flow, on a
     configuration's clock.
 
     The node is the intercept at length 0 of chains of 1, 2, 4 and 8 delegated one-element
@@ -467,39 +485,54 @@ def _fixed_costs(executor: str, threads: int, rounds: int = 40) -> dict[str, Any
     (slope: one such op). Those chains' intercept (``op_chain``) is the invocation of a plan
     that runs builtin kernels: on ai-edge-litert 2.3.0 it lies 80 to 90 ns above the empty
     invocation, in every configuration, while a plan of DELEGATE nodes alone does not pay it.
-    All are sampled round-robin like the chains.
+
+    The models are prepared once and sampled at several moments of a calibration (round-robin
+    beside the chains): on a shared machine, a fixed cost timed at one moment is that moment's.
     """
-    empty = prepare_sampler(overhead_model(), executor, threads, 1e-3)
-    chains: list[Sampler] = []
-    if executor != "builtin":
-        for k in NODE_CHAIN:
-            s = prepare_sampler(overhead_model(True, k), executor, threads, 1e-3)
-            if delegate_nodes(s.it) != 1:
-                chains = []
-                break
-            chains.append(s)
-    loops = [prepare_sampler(loop_model(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
-    adds = [prepare_sampler(int_op_chain(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
-    branch = prepare_sampler(branch_model(), executor, threads, 1e-3)
-    for r in range(rounds):
-        for s in (empty, *chains, *loops, *adds, branch):
-            s.sample(r)
-    st = empty.stats()
-    assert st is not None
-    out: dict[str, Any] = {"invoke": st.to_json()}
-    if chains:
-        cs = [c.stats() for c in chains]
-        out["delegate_node"] = fit_intercept(NODE_CHAIN, [c for c in cs if c is not None]).to_json()
-    ls = [x.stats() for x in loops]
-    as_ = [x.stats() for x in adds]
-    bs = branch.stats()
-    if all(x is not None for x in (*ls, *as_, bs)):
-        out["loop"] = fit_intercept(LOOP_TRIPS, ls).to_json()  # type: ignore[arg-type]
-        out["loop_iteration"] = fit_slope(LOOP_TRIPS, ls).to_json()  # type: ignore[arg-type]
-        out["int_op"] = fit_slope(LOOP_TRIPS, as_).to_json()  # type: ignore[arg-type]
-        out["op_chain"] = fit_intercept(LOOP_TRIPS, as_).to_json()  # type: ignore[arg-type]
-        out["branch"] = bs.to_json()  # type: ignore[union-attr]
-    return out
+
+    def __init__(self, executor: str, threads: int) -> None:
+        self.empty = prepare_sampler(overhead_model(), executor, threads, 1e-3)
+        self.chains: list[Sampler] = []
+        if executor != "builtin":
+            for k in NODE_CHAIN:
+                s = prepare_sampler(overhead_model(True, k), executor, threads, 1e-3)
+                if delegate_nodes(s.it) != 1:
+                    self.chains = []
+                    break
+                self.chains.append(s)
+        self.loops = [prepare_sampler(loop_model(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
+        self.adds = [prepare_sampler(int_op_chain(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
+        self.branch = prepare_sampler(branch_model(), executor, threads, 1e-3)
+
+    @property
+    def samplers(self) -> tuple[Sampler, ...]:
+        return (self.empty, *self.chains, *self.loops, *self.adds, self.branch)
+
+    def costs(self, keep: set[int] | None = None) -> dict[str, Any] | None:
+        """The fixed costs from the samples of rounds ``keep`` (None: too few samples)."""
+        st = self.empty.stats(keep)
+        if st is None:
+            return None
+        out: dict[str, Any] = {"invoke": st.to_json()}
+        cs = [c.stats(keep) for c in self.chains]
+        if cs and all(c is not None for c in cs):
+            out["delegate_node"] = fit_intercept(NODE_CHAIN, cs).to_json()  # type: ignore[arg-type]
+        ls = [x.stats(keep) for x in self.loops]
+        as_ = [x.stats(keep) for x in self.adds]
+        bs = self.branch.stats(keep)
+        if all(x is not None for x in (*ls, *as_, bs)):
+            out["loop"] = fit_intercept(LOOP_TRIPS, ls).to_json()  # type: ignore[arg-type]
+            out["loop_iteration"] = fit_slope(LOOP_TRIPS, ls).to_json()  # type: ignore[arg-type]
+            out["int_op"] = fit_slope(LOOP_TRIPS, as_).to_json()  # type: ignore[arg-type]
+            out["op_chain"] = fit_intercept(LOOP_TRIPS, as_).to_json()  # type: ignore[arg-type]
+            out["branch"] = bs.to_json()  # type: ignore[union-attr]
+        return out
+
+
+def median_costs(moments: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each fixed cost's statistics, the median over the moments that measured it."""
+    kinds = sorted({k for m in moments for k in m})
+    return {k: median_stats([Stats(**m[k]) for m in moments if k in m]).to_json() for k in kinds}
 
 
 # ---------------------------------------------------------------------------- measuring
@@ -577,8 +610,20 @@ def measure(
     rng = np.random.default_rng([cfg.seed, 7])
     meas = Measurements(host=host_info(), configs=list(cfg.configs), fixed={}, seed=cfg.seed)
     meas.budget_s = cfg.budget_s
-    for ex, th in cfg.configs:
-        meas.fixed[config_name(ex, th)] = _fixed_costs(ex, th)
+    # fixed costs: a first moment of FIXED_START_ROUNDS rounds, then one every FIXED_EVERY
+    # batches, beside the chains; each kind's statistics are the median over the moments
+    fixed = {config_name(ex, th): FixedSamplers(ex, th) for ex, th in cfg.configs}
+    moments: dict[str, list[dict[str, Any]]] = {name: [] for name in fixed}
+    for r in range(FIXED_START_ROUNDS):
+        for fs in fixed.values():
+            for fsmp in fs.samplers:
+                fsmp.sample(r)
+    for name, fs in fixed.items():
+        first = fs.costs()
+        if first is None:  # pragma: no cover - FIXED_START_ROUNDS >= 3 samples each
+            raise PredictorError(f"{name}: the fixed-cost models gave no samples")
+        moments[name].append(first)
+    label = FIXED_START_ROUNDS  # round labels of the fixed-cost samplers, unique over the run
     canary_bytes = canary_model()
     ex0, th0 = cfg.configs[0]
     canary = prepare_sampler(canary_bytes, ex0, th0, cfg.sample_s)
@@ -622,6 +667,10 @@ def measure(
         allt = [
             (ci, name, s) for ci, (_, _, _, ss, _) in enumerate(prepared) for name, s in ss.items()
         ]
+        base = -1  # this batch's round r is round base + r of the fixed-cost samplers
+        if b % FIXED_EVERY == 0:
+            base, label = label, label + cfg.rounds
+            allt += [(-1, name, s) for name, fs in fixed.items() for s in fs.samplers]
         canary_vals: list[float] = []
         canary_cpu: list[float] = []
         n_rounds = cfg.rounds if any(not t[2].cpu_clock for t in allt) else cfg.cpu_rounds
@@ -630,12 +679,20 @@ def measure(
             canary_vals.append(canary.wall[-1])
             canary_cpu.append(canary.cpu[-1])
             for j in rng.permutation(len(allt)).tolist():
-                if r < cfg.cpu_rounds or not allt[j][2].cpu_clock:
-                    allt[j][2].sample(r)
+                ci, _, smp = allt[j]
+                if r < cfg.cpu_rounds or not smp.cpu_clock:
+                    smp.sample(r if ci >= 0 else base + r)
             if time.monotonic() > end and r >= 2:
                 break  # the budget is spent: keep the rounds sampled so far
         best = min(canary.wall) if canary.wall else 1.0
         keep = {r for r, v in enumerate(canary_vals) if v <= cfg.canary_limit * best}
+        if base >= 0:
+            for name, fs in fixed.items():
+                # the canary filter for wall time only, as for the chains
+                rounds = range(len(canary_vals)) if fs.empty.cpu_clock else sorted(keep)
+                got = fs.costs({base + r for r in rounds})
+                if got is not None:
+                    moments[name].append(got)
         for spec, model, content, samplers, info in prepared:
             stats, wall = {}, {}
             for ex, th in cfg.configs:
@@ -688,6 +745,8 @@ def measure(
         if progress:
             frac = min((now - t_start) / max(end - t_start, 1e-9), 1.0)
             progress(frac, f"{len(meas.chains)} chains, load {load_now():.1f}")
+    meas.fixed = {name: median_costs(ms) for name, ms in moments.items()}
+    meas.fixed_moments = moments
     meas.elapsed_s = time.monotonic() - t_start
     return meas
 

@@ -75,6 +75,46 @@ def test_measurements_round_trip(small_measurements):
     assert meas.host["clocks"]["xnnpack_1t"] == "thread cpu time"
 
 
+def test_fixed_costs_are_the_median_of_moments_across_the_run(small_measurements):
+    """The fixed costs are timed before the first chain and again beside the chains of every
+    FIXED_EVERY-th batch; each statistic is the median over those moments, all of which the
+    measurements file keeps."""
+    from edgepart.cost.stats import Stats
+    from edgepart.profiling.calibrate import FIXED_EVERY
+
+    meas, path = small_measurements
+    batches = [b for b in meas.batches if "chains" in b]
+    expect = 1 + len([b for b in batches if b["batch"] % FIXED_EVERY == 0])
+    assert len(batches) >= 3 and 2 <= expect < 1 + len(batches)
+    back = load_measurements(path)
+    assert back.fixed_moments == meas.fixed_moments and back.fixed == meas.fixed
+    for name in ("xnnpack_1t", "builtin_1t"):
+        moments = meas.fixed_moments[name]
+        assert len(moments) == expect  # one thread: CPU clock, no round dropped
+        if name == "xnnpack_1t":
+            assert all("delegate_node" in m for m in moments)
+        for kind, st in meas.fixed[name].items():
+            got = [Stats(**m[kind]) for m in moments if kind in m]
+            assert got, kind
+            for stat in ("p10_s", "median_s", "min_s"):
+                assert st[stat] == pytest.approx(float(np.median([getattr(g, stat) for g in got])))
+            assert st["count"] == sum(g.count for g in got)
+
+
+def test_median_stats_keeps_the_order_of_the_statistics():
+    from edgepart.cost.stats import Stats, median_stats
+
+    a = Stats(median_s=3.0, p10_s=2.0, p90_s=4.0, min_s=1.0, count=5, warmup=2, batch=7)
+    b = Stats(median_s=5.0, p10_s=4.5, p90_s=9.0, min_s=4.0, count=3, warmup=1, batch=1)
+    c = Stats(median_s=4.0, p10_s=1.0, p90_s=4.5, min_s=0.5, count=2, warmup=0, batch=2)
+    m = median_stats([a, b, c])
+    assert (m.min_s, m.p10_s, m.median_s, m.p90_s) == (1.0, 2.0, 4.0, 4.5)
+    assert m.min_s <= m.p10_s <= m.median_s <= m.p90_s
+    assert (m.count, m.warmup, m.batch) == (10, 2, 7)
+    with pytest.raises(ValueError):
+        median_stats([])
+
+
 def test_a_chain_with_no_kernels_survives_the_round_trip(small_measurements, tmp_path):
     """A chain XNNPACK runs as free ops only (no kernel rows) is still a measurement of the
     configuration's fixed costs: the refit from the file must see the chains the fit saw."""
