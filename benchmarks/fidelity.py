@@ -488,10 +488,20 @@ def main() -> int:
     ap.add_argument("--json", help="write all rows here")
     args = ap.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if args.runs < 1:
+        ap.error(f"--runs {args.runs}: need at least 1")
     if args.mode == "predictor":
         if not args.predictor:
             ap.error("--mode predictor needs --predictor FILE")
-        return predictor_mode(args)
+        if args.rounds < 3:  # a timing's statistics need three samples
+            ap.error(f"--rounds {args.rounds}: need at least 3 samples per model per run")
+        from edgepart.errors import EdgepartError
+
+        try:
+            return predictor_mode(args)
+        except EdgepartError as err:
+            print(f"fidelity: {err}", file=sys.stderr)
+            return 2
     shapes: dict[str, dict[str, list[int]] | None] = {}
     if args.models == "all":  # the corpus and the real models, as in --mode predictor
         both = predictor_models(None)

@@ -36,3 +36,34 @@ def test_each_run_is_judged_against_the_median_of_the_others() -> None:
 def test_identical_runs_agree_exactly() -> None:
     rep = fidelity.repeatability({("m", "c"): {0: 5e-6, 1: 5e-6, 2: 5e-6}})["c"]
     assert rep == {"n": 3, "within_5": 1.0, "within_10": 1.0, "median": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--rounds", "2"], "--rounds 2: need at least 3 samples"),
+        (["--runs", "0"], "--runs 0: need at least 1"),
+    ],
+)
+def test_too_few_samples_or_runs_are_refused_before_any_timing(
+    extra: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["fidelity.py", "--mode", "predictor", "--predictor", "p.json", *extra]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exc:
+        fidelity.main()
+    assert exc.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_an_unreadable_predictor_is_one_line_and_status_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "host.predictor.json"
+    bad.write_text("{not json")
+    monkeypatch.setattr(
+        sys, "argv", ["fidelity.py", "--mode", "predictor", "--predictor", str(bad)]
+    )
+    assert fidelity.main() == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"fidelity: {bad}") and "Traceback" not in err[0]
