@@ -257,6 +257,20 @@ def _num(v: float) -> float:
     return float(f"{v:.9g}")
 
 
+def _rounded(doc: Any) -> Any:
+    """``doc`` with every float in it through :func:`_num`: free-form sections (``extra``,
+    ``calibration``) hold figures whose last bits depend on the machine's floating-point
+    summation order (BLAS kernels differ by CPU), which would make a refit on another
+    machine differ in bytes."""
+    if isinstance(doc, float):
+        return _num(doc)
+    if isinstance(doc, dict):
+        return {k: _rounded(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [_rounded(v) for v in doc]
+    return doc
+
+
 # ---------------------------------------------------------------------------- kernel models
 
 
@@ -573,7 +587,7 @@ class ConfigPredictor:
             "family": self.family,
             "cv": {k: _num(v) for k, v in sorted(self.cv.items())},
             "fallback": self.fallback,
-            "extra": self.extra,
+            "extra": _rounded(self.extra),
             "control_flow_s": {k: _num(v) for k, v in sorted(self.control_s.items())},
             "kernels": {t: self.kernels[t].to_json() for t in sorted(self.kernels)},
         }
@@ -621,7 +635,7 @@ class Predictor:
             "obtained": self.obtained,
             "source": self.source,
             "features": list(FEATURES),
-            "calibration": self.calibration,
+            "calibration": _rounded(self.calibration),
             "configs": {k: self.configs[k].to_json() for k in sorted(self.configs)},
         }
 

@@ -110,6 +110,23 @@ def test_file_round_trip_is_byte_identical(tmp_path):
     assert q.configs["xnnpack_1t"].kernels["xnn.conv"].coef[1] == pytest.approx(1e-5)
 
 
+def test_free_form_figures_are_written_to_nine_digits():
+    """``extra`` and ``calibration`` hold fit results whose last bits depend on the machine's
+    floating-point summation order: a refit elsewhere must give the same bytes."""
+    p = simple_predictor()
+    last_bit = float(np.nextafter(0.1, 1.0))  # 0.1 and the next double: one ulp apart
+    p.calibration = {"loo": {"median_abs": last_bit, "n": 6}, "rows": [last_bit, "x"]}
+    p.configs["xnnpack_1t"].extra = {"terms": {"mac": 2.1224745830012663}}
+    text = p.dumps()
+    doc = json.loads(text)
+    assert doc["calibration"] == {"loo": {"median_abs": 0.1, "n": 6}, "rows": [0.1, "x"]}
+    assert doc["configs"]["xnnpack_1t"]["extra"] == {"terms": {"mac": 2.12247458}}
+    p.calibration["loo"]["median_abs"] = 0.1
+    p.calibration["rows"][0] = 0.1
+    p.configs["xnnpack_1t"].extra["terms"]["mac"] = 2.122474583001266
+    assert p.dumps() == text
+
+
 @pytest.mark.parametrize(
     "mutate, message",
     [
