@@ -30,22 +30,31 @@ __all__ = [
 ]
 
 
-def canonical(value: Any, default: Callable[[Any], Any] | None = None) -> Any:
+def canonical(
+    value: Any,
+    default: Callable[[Any], Any] | None = None,
+    *,
+    floats: Callable[[float], float] | None = None,
+) -> Any:
     """Plain JSON values: NumPy scalars/arrays to Python, tuples to lists, non-finite to None.
 
-    Other types raise ``TypeError``, or become ``default(value)`` when given.
+    Other types raise ``TypeError``, or become ``default(value)`` when given. ``floats``, when
+    given, maps every finite float (to round it: the last bits of a computed figure follow the
+    CPU's summation order, and a file written from it should not).
     """
     if isinstance(value, Mapping):
-        return {str(k): canonical(v, default) for k, v in value.items()}
+        return {str(k): canonical(v, default, floats=floats) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [canonical(v, default) for v in value]
+        return [canonical(v, default, floats=floats) for v in value]
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
         f = float(value)
-        return f if math.isfinite(f) else None
+        if not math.isfinite(f):
+            return None
+        return floats(f) if floats is not None else f
     if value is None or isinstance(value, str):
         return value
     if default is not None:

@@ -41,7 +41,7 @@ from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.cost.signature import unique_rows
 from edgepart.errors import PredictorError
 from edgepart.fileio import atomic_write_text
-from edgepart.jsondoc import load_file
+from edgepart.jsondoc import canonical, load_file
 from edgepart.schema import opnames
 
 __all__ = [
@@ -255,20 +255,6 @@ def _num(v: float) -> float:
     if v == 0 or not math.isfinite(v):
         return float(v)
     return float(f"{v:.9g}")
-
-
-def _rounded(doc: Any) -> Any:
-    """``doc`` with every float in it through :func:`_num`: free-form sections (``extra``,
-    ``calibration``) hold figures whose last bits depend on the machine's floating-point
-    summation order (BLAS kernels differ by CPU), which would make a refit on another
-    machine differ in bytes."""
-    if isinstance(doc, float):
-        return _num(doc)
-    if isinstance(doc, dict):
-        return {k: _rounded(v) for k, v in doc.items()}
-    if isinstance(doc, (list, tuple)):
-        return [_rounded(v) for v in doc]
-    return doc
 
 
 # ---------------------------------------------------------------------------- kernel models
@@ -587,7 +573,7 @@ class ConfigPredictor:
             "family": self.family,
             "cv": {k: _num(v) for k, v in sorted(self.cv.items())},
             "fallback": self.fallback,
-            "extra": _rounded(self.extra),
+            "extra": canonical(self.extra, floats=_num),
             "control_flow_s": {k: _num(v) for k, v in sorted(self.control_s.items())},
             "kernels": {t: self.kernels[t].to_json() for t in sorted(self.kernels)},
         }
@@ -635,7 +621,7 @@ class Predictor:
             "obtained": self.obtained,
             "source": self.source,
             "features": list(FEATURES),
-            "calibration": _rounded(self.calibration),
+            "calibration": canonical(self.calibration, floats=_num),
             "configs": {k: self.configs[k].to_json() for k in sorted(self.configs)},
         }
 
