@@ -169,6 +169,13 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
         )
         print(f"\n{r.config}: {r.chains} chains, {r.kernels} kernels; held-out chain error: {fams}")
         print(f"  chosen: {r.family}")
+        if r.machine_state:
+            ms = r.machine_state
+            print(
+                f"  chain times brought to the typical machine state: the canary ran at "
+                f"{ms['speed_q10']:.3f}..{ms['speed_q90']:.3f} of typical (p10..p90), chains "
+                f"follow it to the power {ms['alpha']:.2f}"
+            )
         if r.reference:
             print(
                 f"  fitted against {r.reference}: per kernel type, a fixed cost plus a scale of "

@@ -74,6 +74,8 @@ __all__ = [
     "chain_data",
     "cross_validate",
     "fit_config",
+    "fit_linear",
+    "linear_totals",
 ]
 
 FAMILIES = ("linear", "gbt", "rf")
@@ -273,6 +275,14 @@ def fit_linear(d: ChainData, *, ridge: float = 1e-6, huber: float = 0.15) -> np.
         rel = np.abs((a @ coef + known) / tot - 1.0)
         w = np.minimum(1.0, huber / np.maximum(rel, 1e-12))
     return coef.reshape(len(d.types), -1)
+
+
+def linear_totals(d: ChainData, coef: np.ndarray) -> np.ndarray:
+    """Per chain, the total latency a linear fit (:func:`fit_linear`) predicts, fixed costs
+    included."""
+    kernels = np.bincount(d.c, weights=_base_rows(d, coef) * d.rep, minlength=d.chains)
+    out: np.ndarray = kernels + d.fixed + d.offset
+    return out
 
 
 def _base_rows(d: ChainData, coef: np.ndarray) -> np.ndarray:
@@ -592,6 +602,9 @@ class FitReport:
     # the reference's prediction (module docstring)
     reference: str | None = None
     scales: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # the chains' times brought to the calibration's typical machine state
+    # (edgepart.profiling.machine_state.StateCorrection.to_json), if they were
+    machine_state: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -605,6 +618,8 @@ class FitReport:
         if self.reference is not None:
             out["reference"] = self.reference
             out["scales"] = {t: {"fixed_s": c, "scale": k} for t, (c, k) in self.scales.items()}
+        if self.machine_state is not None:
+            out["machine_state"] = self.machine_state
         return out
 
 

@@ -735,6 +735,7 @@ def measure(
                 "canary_wall_s": [float(v) for v in canary_vals],
                 "canary_cpu_s": [float(v) for v in canary_cpu],
                 "rounds": cfg.rounds,
+                "cpu_rounds": cfg.cpu_rounds,
             }
         )
         del prepared, allt

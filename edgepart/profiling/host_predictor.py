@@ -11,6 +11,10 @@ configuration never saw fall back to the builtin configuration with the same thr
 else one thread. A configuration of several threads is fitted against the same executor's one-thread
 configuration (:mod:`edgepart.cost.predictor_fit`: its models scaled per kernel type).
 
+Before the fit, every chain's time is brought to the calibration's typical machine state
+(:mod:`edgepart.profiling.machine_state`: its batch's canary speed, to the power fitted per
+configuration).
+
 The result depends only on the measurements, the statistic, the family and the seed.
 """
 
@@ -33,6 +37,7 @@ from edgepart.cost.predictor_fit import (
 from edgepart.cost.stats import STAT_GETTERS, Stats
 from edgepart.errors import PredictorError, UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
+from edgepart.profiling.machine_state import at_typical_state
 
 __all__ = ["fit_host_predictor"]
 
@@ -82,6 +87,8 @@ def fit_host_predictor(
             parts = c.partitions.get(ex, 0)
             builtin = plan if runs_builtin(k) else 0.0
             items.append((k, total, invoke + builtin + parts * node, c.spec.homogeneous))
+        # every chain's time at the calibration's typical machine state (machine_state)
+        items, state = at_typical_state(meas, [c.batch for c, _ in timed], items, th)
         fallback = None
         if ex != "builtin":
             cands = [t for e, t in meas.configs if e == "builtin"]
@@ -115,6 +122,7 @@ def fit_host_predictor(
         models, rep = fit_config(
             name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress
         )
+        rep.machine_state = state.to_json() if state is not None else None
         if ext is not None and qd8_items:
             slow = after_qd8_models(qd8_items, models, ext)
             models.update(slow)
