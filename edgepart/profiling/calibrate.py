@@ -275,6 +275,7 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
         raise PredictorError(
             f"{p}: measured with another kernel feature set; measure again with this edgepart"
         )
+    _check_batches(p, header.get("batches"))
     types = header["types"]
     execs = header["executors"]
     m = Measurements(
@@ -323,6 +324,24 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
             )
         )
     return m
+
+
+def _check_batches(path: str, batches: Any) -> None:
+    """The batch records the fit reads (:mod:`edgepart.profiling.machine_state`): a list of
+    objects, each with an integer ``batch`` and, if any, canary samples as positive numbers."""
+    if not isinstance(batches, list):
+        raise PredictorError(f"{path}: header.batches: expected a list; measure again")
+    for i, b in enumerate(batches):
+        where = f"{path}: header.batches[{i}]"
+        if not isinstance(b, dict) or not isinstance(b.get("batch"), int):
+            raise PredictorError(f"{where}: expected an object with an integer batch")
+        for key in ("canary_cpu_s", "canary_wall_s"):
+            v = b.get(key, [])
+            if not isinstance(v, list) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < math.inf
+                for x in v
+            ):
+                raise PredictorError(f"{where}.{key}: expected a list of positive seconds")
 
 
 # ---------------------------------------------------------------------------- timing

@@ -6,9 +6,9 @@ and now and then by 20% or more for tens of seconds. Every batch of chains is me
 a few seconds, so all its chains share one machine state, and the *canary*
 (:func:`edgepart.profiling.calibrate.canary_model`), timed at the start of every round of the
 batch, measures it. On a 2-core Zen 4 guest (2026-12-04) a third of the chains were measured
-in batches whose canary ran 8% or more over its typical time, and those chains were 7-15%
-slower than the fit of all chains predicted: the fit priced a mixture of machine states, and
-every chain's error carried its batch's state.
+in batches whose canary ran 8% or more over its best time; the fit of all chains predicted
+those 3-13% fast and the chains of the fastest batches 2-6% slow: it priced a mixture of
+machine states, and every chain's error carried its batch's state.
 
 This module takes that state out before the fit:
 

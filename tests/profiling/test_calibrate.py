@@ -250,6 +250,22 @@ def test_calibrate_cli_errors(tmp_path, capsys):
     assert "need at least half a minute" in capsys.readouterr().err
 
 
+def test_a_bad_batch_record_is_named_and_nothing_is_written(small_measurements, tmp_path, capsys):
+    """The fit reads every batch's canary samples (machine_state): a file whose records are not
+    numbers is refused in one line naming the record, before anything is fitted or written."""
+    import copy
+
+    meas = copy.deepcopy(small_measurements[0])
+    meas.batches[1]["canary_cpu_s"] = [1e-4, "fast"]
+    path = tmp_path / "m.npz"
+    meas.save(path)
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--host", "--fit-only", str(path), "--predictor-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "header.batches[1].canary_cpu_s: expected a list of positive seconds" in err
+    assert err.count("\n") == 1 and not out.exists()
+
+
 def test_report_json(small_measurements, tmp_path, capsys):
     _, path = small_measurements
     out = tmp_path / "p.json"

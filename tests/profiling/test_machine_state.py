@@ -1,4 +1,4 @@
-"""Chain times brought to the calibration's typical machine state (edgepart.profiling.machine_state)."""
+"""Chain times brought to the calibration's typical machine state (profiling.machine_state)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ def _world(alpha: float, canary: list[float], chains: int = 240, seed: int = 0):
     rng = np.random.default_rng(seed)
     meas = Measurements(host={}, configs=[("xnnpack", 1)], fixed={})
     meas.batches = [
-        {"batch": b, "canary_cpu_s": [c * 1e-4] * 5, "cpu_rounds": 5}
-        for b, c in enumerate(canary)
+        {"batch": b, "canary_cpu_s": [c * 1e-4] * 5, "cpu_rounds": 5} for b, c in enumerate(canary)
     ]
     typical = float(np.median(canary))
     items, batches, truth = [], [], []
