@@ -110,7 +110,7 @@ def at_typical_state(
     """``items`` (one per chain, measured in ``batches``) with each chain's time brought to the
     calibration's typical machine state, and what was applied (``None``: nothing to apply)."""
     table = batch_speeds(meas, threads)
-    if not table or len(items) != len(batches):
+    if not table:
         return list(items), None
     speeds = np.array([table.get(int(b), 1.0) for b in batches])
     alpha = state_sensitivity(items, speeds)
