@@ -36,6 +36,9 @@ enum { Q_SCALAR = 0, Q_VECTOR = 1, Q_STRING = 2, Q_CHILD = 3, Q_UNION = 4, Q_POS
        Q_SPAN = 6, Q_SCALAR_SIGNED = 7, Q_DEFER = 8 };
 enum { OK = 0, MALFORMED = -1, FAILED = -2 };
 #define MAX_DEPTH 64
+/* Files whose bitmap of visited tables costs at most this use it from the start (8 MiB files);
+ * larger ones keep a set of the tables' positions (see claim). */
+#define CLAIM_BITMAP_BYTES (256 << 10)
 
 typedef struct {
     char *p;
@@ -60,8 +63,78 @@ typedef struct {
     int64_t budget_tables, budget_elems;
     const int64_t *counted; /* per type: bytes of budget_bytes each of its tables spends */
     int64_t budget_bytes;
-    uint8_t *claimed; /* a bit per 4-byte position: a table was visited there */
+    /* The tables visited, by position: an open-addressing set (-1 empty; a power of two of
+     * slots, at most half full), or, for densely packed tables, a bit per 4 bytes of file. */
+    int64_t *claimed;
+    int64_t nclaimed, claimed_cap;
+    int claimed_bits;
+    uint8_t *bitmap;
 } W;
+
+/* Fibonacci hashing: the top bits of the product, which every bit of pos reaches. */
+static inline uint64_t slot_of(int64_t pos, int bits) {
+    return ((uint64_t)pos * 0x9E3779B97F4A7C15ull) >> (64 - bits);
+}
+
+static inline int bit_claim(uint8_t *bitmap, int64_t pos) {
+    const int64_t bit = pos >> 2;
+    if (bitmap[bit >> 3] & (1u << (bit & 7))) return MALFORMED;
+    bitmap[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+    return OK;
+}
+
+/* Makes room in the set for one more position: doubles it, or, once the set would outgrow a
+ * bit per 4 bytes of the file (tables packed densely), moves to that bitmap. */
+static int claim_grow(W *w) {
+    const int bits = w->claimed_cap ? w->claimed_bits + 1 : 10;
+    const int64_t cap = (int64_t)1 << bits;
+    if (cap * (int64_t)sizeof(int64_t) > w->n / 32 + 1) {
+        w->bitmap = PyMem_Calloc((size_t)(w->n / 32 + 1), 1);
+        if (!w->bitmap) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        for (int64_t i = 0; i < w->claimed_cap; i++) {
+            if (w->claimed[i] >= 0) bit_claim(w->bitmap, w->claimed[i]);
+        }
+        return OK;
+    }
+    int64_t *set = PyMem_Malloc((size_t)cap * sizeof(int64_t));
+    if (!set) {
+        PyErr_NoMemory();
+        return FAILED;
+    }
+    memset(set, 0xff, (size_t)cap * sizeof(int64_t));
+    for (int64_t i = 0; i < w->claimed_cap; i++) {
+        const int64_t v = w->claimed[i];
+        if (v < 0) continue;
+        uint64_t h = slot_of(v, bits);
+        while (set[h] >= 0) h = (h + 1) & (uint64_t)(cap - 1);
+        set[h] = v;
+    }
+    PyMem_Free(w->claimed);
+    w->claimed = set;
+    w->claimed_cap = cap;
+    w->claimed_bits = bits;
+    return OK;
+}
+
+/* Records that a table was visited at pos (>= 0, 4-aligned); MALFORMED if one was already.
+ * Memory follows the tables visited, not the file: a 2 GB model whose weights sit after its
+ * tables costs a few KiB here, where a bit per 4 bytes of file would cost 68 MB (and touch
+ * all of it when the allocator hands back used memory). */
+static int claim(W *w, int64_t pos) {
+    if (!w->bitmap && 2 * (w->nclaimed + 1) > w->claimed_cap && claim_grow(w) < 0) return FAILED;
+    if (w->bitmap) return bit_claim(w->bitmap, pos);
+    const uint64_t mask = (uint64_t)(w->claimed_cap - 1);
+    uint64_t h = slot_of(pos, w->claimed_bits);
+    for (; w->claimed[h] >= 0; h = (h + 1) & mask) {
+        if (w->claimed[h] == pos) return MALFORMED;
+    }
+    w->claimed[h] = pos;
+    w->nclaimed++;
+    return OK;
+}
 
 /* Makes room for n more bytes (outputs start at 4 KiB and double). */
 static int grow(Out *o, Py_ssize_t n) {
@@ -122,9 +195,8 @@ static int visit(W *w, int64_t t, int64_t pos, int depth) {
         return put_i64(&w->out[w->req_pos[t]], pos);
     }
     /* Writers share empty Buffer tables (deferred above), never others. */
-    const int64_t bit = pos >> 2;
-    if (w->claimed[bit >> 3] & (1u << (bit & 7))) return MALFORMED;
-    w->claimed[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+    const int claimed = claim(w, pos);
+    if (claimed != OK) return claimed;
     const int64_t vt = pos - (int64_t)rd_i32(d, pos);
     if (vt < 0 || vt > n - 4 || (vt & 1)) return MALFORMED;
     const int64_t vts = rd_u16(d, vt), osz = rd_u16(d, vt + 2);
@@ -395,9 +467,10 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.out = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
     w.data = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
     w.aux = PyMem_Calloc((size_t)(nreq + 1), sizeof(Out));
-    w.claimed = PyMem_Calloc((size_t)(w.n / 32 + 1), 1);
+    const int small = w.n / 32 + 1 <= CLAIM_BITMAP_BYTES;
+    if (small) w.bitmap = PyMem_Calloc((size_t)(w.n / 32 + 1), 1);
     if (!w.req_of_slot || !w.req_pos || !w.visits || !w.defer || !w.out || !w.data || !w.aux ||
-        !w.claimed) {
+        (small && !w.bitmap)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -449,6 +522,7 @@ done:
         for (int64_t r = 0; r < nreq; r++) PyMem_Free(w.aux[r].p);
     }
     PyMem_Free(w.claimed);
+    PyMem_Free(w.bitmap);
     PyMem_Free(w.aux);
     PyMem_Free(w.out);
     PyMem_Free(w.data);

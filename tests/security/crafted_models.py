@@ -10,8 +10,12 @@ from __future__ import annotations
 import flatbuffers
 
 
-def operators(n_ops: int, share: bool = True) -> bytes:
+def operators(n_ops: int, share: bool = True, alias_last: bool = False, pad: int = 0) -> bytes:
+    """A model of ``n_ops`` operators: one table listed ``n_ops`` times (``share``), distinct
+    tables, or distinct tables whose last entry is the first again (``alias_last``). ``pad``
+    bytes of model description follow every table, as weights do in a large model."""
     b = flatbuffers.Builder(1024)
+    description = b.CreateString("x" * pad) if pad else None
 
     # Operator table (shared)
     def vec_i32(vals):
@@ -33,7 +37,8 @@ def operators(n_ops: int, share: bool = True) -> bytes:
         shared = op()
         ops = [shared] * n_ops
     else:
-        ops = [op() for _ in range(n_ops)]
+        ops = [op() for _ in range(n_ops - alias_last)]
+        ops += ops[:1] if alias_last else []
     b.StartVector(4, n_ops, 4)
     for o in reversed(ops):
         b.PrependUOffsetTRelative(o)
@@ -80,6 +85,8 @@ def operators(n_ops: int, share: bool = True) -> bytes:
     b.PrependUOffsetTRelativeSlot(1, ocv, 0)
     b.PrependUOffsetTRelativeSlot(2, sgv, 0)
     b.PrependUOffsetTRelativeSlot(4, bv, 0)
+    if description is not None:
+        b.PrependUOffsetTRelativeSlot(3, description, 0)
     m = b.EndObject()
     b.Finish(m, file_identifier=b"TFL3")
     return bytes(b.Output())

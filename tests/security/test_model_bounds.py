@@ -21,7 +21,9 @@ from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.schema import opnames
 from edgepart.tflite import reader
+from edgepart.tflite.flatbuf import FlatBuffer
 from edgepart.tflite.reader import read_model, read_model_bytes
+from edgepart.tflite.walk import native_columns
 from edgepart.tflite.writer import write_model
 
 RSS_PROBE = r"""
@@ -55,6 +57,24 @@ def test_a_shared_operator_table_is_refused(path_kind):
     assert read_model_bytes(operators(100, share=False)).main.num_ops == 100
 
 
+@pytest.mark.parametrize("pad", [0, 16 << 20], ids=["dense", "after_16mb_of_weights"])
+def test_a_table_shared_after_thousands_of_others_is_refused(path_kind, pad):
+    """The readers remember every table they visited, densely packed (a small file: the C
+    walker keeps a bitmap) or few in a large file (a set that grows with the tables)."""
+    aliased = operators(5000, share=False, alias_last=True, pad=pad)
+    distinct = operators(5000, share=False, pad=pad)
+    assert len(distinct) > pad
+    with pytest.raises(ModelFormatError, match="a table referenced twice"):
+        read_model_bytes(aliased)
+    assert read_model_bytes(distinct).main.num_ops == 5000
+    if path_kind == "c":  # the walker itself refuses the one and reads the other
+        walked = [
+            native_columns(FlatBuffer(d, "m"), FlatBuffer(d, "m").root_position(b"TFL3"))
+            for d in (aliased, distinct)
+        ]
+        assert walked[0] is None and walked[1] is not None
+
+
 @pytest.mark.parametrize("path_kind", ["c", "numpy"])
 def test_shared_tables_cost_little_memory(tmp_path, path_kind, corpus):
     """The issue's 16 MB file: one Operator table listed 4 million times took 1.06 GB (C walker)
@@ -72,6 +92,18 @@ def test_shared_tables_cost_little_memory(tmp_path, path_kind, corpus):
     assert out[0] == "refused", out
     assert int(out[1]) < 4 * f.stat().st_size, out
     assert "more than fit" in out[2]
+
+
+def test_densely_packed_tables_in_a_large_file_are_all_remembered():
+    """Over 8 MiB of nothing but tables: the C walker's set outgrows a bit per 4 bytes of the
+    file and moves to that bitmap, still catching a table listed twice."""
+    aliased = operators(220_000, share=False, alias_last=True)
+    distinct = operators(220_000, share=False)
+    assert len(distinct) > 8 << 20
+    fbs = [FlatBuffer(d, "m") for d in (aliased, distinct)]
+    walked = [native_columns(fb, fb.root_position(b"TFL3")) for fb in fbs]
+    assert walked[0] is None and walked[1] is not None
+    assert len(walked[1].o_opcode) == 220_000
 
 
 def test_degenerate_tables_are_bounded_by_the_file_size(path_kind):

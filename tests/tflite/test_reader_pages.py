@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import resource
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
 from edgepart.tflite import reader
+from edgepart.tflite.writer import save_model
 
 
 def _weights(path: Path) -> list[bytes]:
@@ -62,3 +66,32 @@ def test_release_unmaps_touched_pages(
     large.buffers.length  # noqa: B018
     large.buffers.start  # noqa: B018
     assert len(calls) == 2  # after the buffer tables' first use, once
+
+
+@pytest.mark.parametrize("accelerate", [True, False], ids=["c_walker", "numpy_reader"])
+def test_parsing_memory_follows_the_tables_not_the_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accelerate: bool
+) -> None:
+    """A 64 MiB model of one layer parses in well under 1 MiB of allocations. A bit per 4 bytes
+    of file to remember visited tables cost 2 MiB (C walker) and 16 MiB (NumPy reader) here,
+    and 68 MiB of resident memory on a 2 GB model when the allocator reused dirty memory."""
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", DType.FLOAT32, (1, 64))
+    w = g.constant("w", np.ones((256 * 1024, 64), np.float32))
+    y = g.tensor("y", DType.FLOAT32, (1, 256 * 1024))
+    g.op("FULLY_CONNECTED", [x, w], [y])
+    g.output(y)
+    path = tmp_path / "wide.tflite"
+    save_model(mb.build(), path)
+    assert path.stat().st_size > 64 << 20
+    monkeypatch.setattr(reader, "ACCELERATE", accelerate)
+    reader.read_model(path)  # imports and schema caches warm
+    tracemalloc.start()
+    try:
+        m = reader.read_model(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert m.main.num_ops == 1
+    assert peak < 1 << 20, peak
