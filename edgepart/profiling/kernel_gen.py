@@ -43,7 +43,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 14
+SAMPLER_VERSION = 12
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -446,20 +446,14 @@ class _Blocks:
         frames of its window in a resource variable (zeroed once, by a ``CALL_ONCE``
         subgraph), reads them, joins the new frames, stores the newest back, and runs a
         temporal convolution over the window (a full one, or a depthwise one then a pointwise
-        one). Dozens of such kernels of a few hundred bytes make a whole model.
-
-        In small chains half of the layers keep to the chains' tiny range, and half are as
-        wide as real streaming models' (up to 128 channels: a wake-word model's one-row
-        depthwise convolutions of 64 channels over 13 frames, which the tiny range never
-        reaches and other chains reach only with many rows)."""
-        wide = self.u() < 0.5
+        one). Dozens of such kernels of a few hundred bytes make a whole model."""
         c = self.cur
         if (c is not None and len(c.shape) == 4 and c.shape[0] == 1 and c.shape[2] == 1
                 and c.shape[1] <= 4 and c.shape[3] <= 256 and self.u() < 0.8):  # fmt: skip
             x = c
         else:
             t = int(self.pick({1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}))
-            x = self.new_input((1, t, 1, self.chan(8, 128, wide=wide)))
+            x = self.new_input((1, t, 1, self.chan(8, 128)))
         t, ch = x.shape[1], x.shape[3]
         kk = int(self.pick({2: 0.2, 3: 1.0, 5: 1.0, 9: 0.5, 13: 0.3, 21: 0.3}))  # kernel
         keep = kk - 1  # frames kept: with the t new ones, a window of t outputs
@@ -475,7 +469,7 @@ class _Blocks:
                                   self.const(np.ones(4, np.int32))], [new])  # fmt: skip
         self.op("ASSIGN_VARIABLE", [self.var_handle(state).idx, new.idx], [])
         act = str(self.pick({"RELU": 0.6, "NONE": 0.4}))
-        cout = self.chan(8, 128, wide=wide)
+        cout = self.chan(8, 128)
         if self.u() < 0.5:
             wt = self.weights((cout, kk, 1, ch), kk * ch)
             b = self.bias(cout, win)
@@ -527,18 +521,17 @@ class _Chain(_Blocks):
         p = np.array([options[k] for k in keys], dtype=np.float64)
         return keys[int(self.rng.choice(len(keys), p=p / p.sum()))]
 
-    def logu(self, lo: float, hi: float, *, wide: bool = False) -> int:
-        """Log-uniform in [lo, hi]; in small chains at most SMALL_CAP unless ``wide``."""
-        if self.spec.small and not wide:
+    def logu(self, lo: float, hi: float) -> int:
+        if self.spec.small:
             hi = max(lo, min(hi, SMALL_CAP))
         return round(math.exp(self.rng.uniform(math.log(lo), math.log(hi))))
 
-    def chan(self, lo: int = 1, hi: int = 1024, *, wide: bool = False) -> int:
+    def chan(self, lo: int = 1, hi: int = 1024) -> int:
         """Channels: mostly 8 and up, usually a multiple of 8; now and then a few (heads,
-        RGB inputs, masks). ``wide``: not capped in small chains."""
+        RGB inputs, masks)."""
         if lo < 8 < hi and self.u() < 0.85:
             lo = 8
-        c = max(self.logu(lo, hi, wide=wide), 1)
+        c = max(self.logu(lo, hi), 1)
         if c > 8 and self.u() < 0.8:
             c = max(8, round(c / 8) * 8)
         return c

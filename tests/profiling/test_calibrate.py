@@ -523,29 +523,6 @@ def test_streaming_layers_keep_their_window_in_variables_set_once(family):
                     assert k.types[k.op_kernel[j]].startswith("xnn."), (j, n)
 
 
-def test_small_chains_draw_streaming_layers_as_wide_as_real_ones_beside_tiny_ones():
-    """Half of a small chain's streaming layers reach a wake-word model's widths (its one-row
-    depthwise convolutions of 64 channels over 13 frames); the other half keep to the tiny
-    range."""
-    from edgepart.profiling.kernel_gen import SMALL_CAP
-
-    stream_widths = []
-    for seed in range(150):
-        m = build_chain(ChainSpec(seed=seed, family="q8", length=24, small=True))
-        sg = m.main
-        for i in range(sg.num_ops):
-            if sg.op_name(i) == "DEPTHWISE_CONV_2D":
-                shape = tuple(sg.tensor(int(sg.op_inputs.row(i)[0])).shape)
-                if sg.op_name(i - 1) == "ASSIGN_VARIABLE":  # a streaming layer's window
-                    assert shape[0] == 1 and shape[2] == 1, shape
-                    stream_widths.append(shape[-1])
-    assert len(stream_widths) >= 20
-    wide = [c for c in stream_widths if c > SMALL_CAP]
-    assert 0.2 < len(wide) / len(stream_widths) < 0.6, (len(wide), len(stream_widths))
-    assert max(stream_widths) > 64
-    assert len(wide) < len(stream_widths)  # narrow ones too
-
-
 def test_fully_connected_chains_also_draw_weights_known_only_at_run_time():
     from edgepart.cost.kernels import FEATURES
     from edgepart.profiling.timing import fill_inputs, make_interpreter
