@@ -72,9 +72,10 @@ def test_release_unmaps_touched_pages(
 def test_parsing_memory_follows_the_tables_not_the_weights(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accelerate: bool
 ) -> None:
-    """A 64 MiB model of one layer parses in well under 1 MiB of allocations. A bit per 4 bytes
-    of file to remember visited tables cost 2 MiB (C walker) and 16 MiB (NumPy reader) here,
-    and 68 MiB of resident memory on a 2 GB model when the allocator reused dirty memory."""
+    """A 64 MiB model of one layer parses in well under 1 MiB of allocations. Remembering the
+    visited tables per 4 bytes of file (a bit in the C walker, a byte in the NumPy reader)
+    cost 2 MiB and 16 MiB here, and 68 MB of resident memory on a 2 GB model when the
+    allocator handed back used memory, which it must zero."""
     mb = ModelBuilder()
     g = mb.subgraph("main")
     x = g.input("x", DType.FLOAT32, (1, 64))
