@@ -97,6 +97,9 @@ static int claim_grow(W *w) {
         for (int64_t i = 0; i < w->claimed_cap; i++) {
             if (w->claimed[i] >= 0) bit_claim(w->bitmap, w->claimed[i]);
         }
+        PyMem_Free(w->claimed);
+        w->claimed = NULL;
+        w->claimed_cap = 0;
         return OK;
     }
     int64_t *set = PyMem_Malloc((size_t)cap * sizeof(int64_t));
