@@ -39,6 +39,7 @@ import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.cost.signature import unique_rows
+from edgepart.cost.xnn_tasks import one_task
 from edgepart.errors import PredictorError
 from edgepart.fileio import atomic_write_text
 from edgepart.jsondoc import canonical, load_file
@@ -383,6 +384,10 @@ class ConfigPredictor:
     # beyond invoke_s, when the execution plan runs a builtin kernel (measured: chains of
     # builtin ops extrapolate to this much above an empty invocation; DELEGATE nodes do not)
     builtin_plan_s: float = 0.0
+    # the configuration (the same executor on one thread) that prices the kernels XNNPACK runs
+    # as one task (:func:`edgepart.cost.xnn_tasks.one_task`): they take on any thread count
+    # what they take on one
+    one_task_config: str | None = None
     _owner: Predictor | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
@@ -437,21 +442,40 @@ class ConfigPredictor:
         if not len(k):
             return out, used
         types = np.asarray(k.types)
+        one = self.one_task_reference()
+        single = one_task(k.types, k.features) if one is not None else None
         for t in sorted(set(k.types)):
             rows = np.flatnonzero(types == t)
-            m, found = self.model_for(t)
-            if m is None:
-                raise PredictorError(
-                    f"predictor {self.name}: no model for kernel type {t!r} and no fallback"
-                )
-            if found != t:
-                used[t] = found
-            feats = np.ascontiguousarray(k.features[rows], dtype=np.float64)
-            # distinct rows once (a hash of the bits: much faster than np.unique(axis=0))
-            first, inv = unique_rows(feats.view(np.int64))
-            out[rows] = m.predict(first.view(np.float64))[inv]
+            if one is not None and single is not None and single[rows].any():
+                one._predict_rows(t, k.features, rows[single[rows]], out, used)
+                rows = rows[~single[rows]]
+            if len(rows):
+                self._predict_rows(t, k.features, rows, out, used)
         out *= k.repeat
         return out, used
+
+    def one_task_reference(self) -> ConfigPredictor | None:
+        """The configuration that prices kernels XNNPACK runs as one task (``one_task_config``),
+        if there is one."""
+        if self.one_task_config is None or self._owner is None:
+            return None
+        return self._owner.configs.get(self.one_task_config)
+
+    def _predict_rows(
+        self, t: str, features: np.ndarray, rows: np.ndarray, out: np.ndarray, used: dict[str, str]
+    ) -> None:
+        """``out[rows]``: one repeat of the kernels ``rows`` (all of type ``t``)."""
+        m, found = self.model_for(t)
+        if m is None:
+            raise PredictorError(
+                f"predictor {self.name}: no model for kernel type {t!r} and no fallback"
+            )
+        if found != t:
+            used[t] = found
+        feats = np.ascontiguousarray(features[rows], dtype=np.float64)
+        # distinct rows once (a hash of the bits: much faster than np.unique(axis=0))
+        first, inv = unique_rows(feats.view(np.int64))
+        out[rows] = m.predict(first.view(np.float64))[inv]
 
     def kernel_seconds_with_calls(
         self, k: Kernels
@@ -576,7 +600,7 @@ class ConfigPredictor:
             "extra": canonical(self.extra, floats=_num),
             "control_flow_s": {k: _num(v) for k, v in sorted(self.control_s.items())},
             "kernels": {t: self.kernels[t].to_json() for t in sorted(self.kernels)},
-        }
+        } | ({"one_task_config": self.one_task_config} if self.one_task_config else {})
 
 
 @dataclass
@@ -716,7 +740,20 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             extra=dict(c.get("extra", {})),
             control_s=control,
             builtin_plan_s=plan,
+            one_task_config=c.get("one_task_config"),
         )
+    for name, cp in configs.items():
+        ref = cp.one_task_config
+        if ref is None:
+            continue
+        loc = f"{where}: $.configs.{name}.one_task_config"
+        other = configs.get(ref) if isinstance(ref, str) else None
+        if other is None or other is cp:
+            raise PredictorError(f"{loc}: {ref!r} is not another configuration of this file")
+        if other.executor != cp.executor or other.threads != 1:
+            raise PredictorError(
+                f"{loc}: {ref!r} must be the one-thread configuration of executor {cp.executor!r}"
+            )
     return Predictor(
         device=str(doc.get("device", "")),
         obtained=str(obtained),

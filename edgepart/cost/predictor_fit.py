@@ -151,8 +151,9 @@ def chain_data(
     """Arrays from ``(kernels, measured total, fixed cost, homogeneous class)`` per chain.
 
     ``external(type, features)`` may return the seconds of kernels another configuration
-    predicts (builtin kernels inside XNNPACK configurations): those become the chain's offset
-    instead of rows. Types with fewer than ``min_rows`` kernels join their plain class
+    predicts (builtin kernels inside XNNPACK configurations; on several threads, the kernels
+    XNNPACK runs as one task): those become the chain's offset instead of rows; NaN leaves a
+    kernel to this fit. Types with fewer than ``min_rows`` kernels join their plain class
     (``xnn.copy_q8`` -> ``xnn.copy``) when that class has enough. ``reference(type)`` may give
     the model another configuration has for a type (the same executor on one thread): the
     fit then scales it (module docstring), if every type has one.
@@ -180,8 +181,10 @@ def chain_data(
         for typ, rows in ext_rows.items():
             secs = external(typ, k.features[rows]) if external is not None else None
             if secs is not None:
-                off[ci] += float((secs * k.repeat[rows]).sum())
-                handled.update(rows)
+                # NaN: a kernel the other configuration leaves to this fit
+                done = np.isfinite(secs)
+                off[ci] += float((secs[done] * k.repeat[rows][done]).sum())
+                handled.update(np.asarray(rows)[done].tolist())
         for j, (typ, f, r) in enumerate(zip(k.types, k.features, k.repeat, strict=True)):
             if j in handled:
                 continue

@@ -35,6 +35,7 @@ from edgepart.cost.predictor_fit import (
     fit_config,
 )
 from edgepart.cost.stats import STAT_GETTERS, Stats
+from edgepart.cost.xnn_tasks import one_task
 from edgepart.errors import PredictorError, UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
 from edgepart.profiling.machine_state import at_typical_state
@@ -94,25 +95,33 @@ def fit_host_predictor(
             cands = [t for e, t in meas.configs if e == "builtin"]
             if cands:
                 fallback = config_name("builtin", min(cands, key=lambda t: (abs(t - th), t)))
-        external = None
+        # more threads: the same executor's one-thread models, scaled per kernel type; the
+        # kernels XNNPACK runs as one task are priced by them as they are (xnn_tasks)
+        ref_cp = configs.get(config_name(ex, 1)) if th > 1 else None
+        one_ref = ref_cp if ex == "xnnpack" else None
         ext: ConfigPredictor | None = None
         qd8_items: list[tuple[Kernels, float, float, str | None]] = []
         if fallback is not None and fallback in configs:
             ext = configs[fallback]
-
-            def external(typ: str, feats: np.ndarray, ext: ConfigPredictor = ext) -> Any:
-                if not typ.startswith("tfl."):
-                    return None
-                m, _ = ext.model_for(typ)
-                return None if m is None else m.predict(feats)
-
             # chains with builtin kernels that run after a dynamically quantized XNNPACK
             # kernel: they price those kernels' slowdown once the rest is fitted
             qd8_items = [it for it in items if any(AFTER_QD8 in t for t in it[0].types)]
             items = [it for it in items if not any(AFTER_QD8 in t for t in it[0].types)]
-        # more threads: the same executor's one-thread models, scaled per kernel type
+        external = None
+        if ext is not None or one_ref is not None:
+
+            def external(
+                typ: str,
+                feats: np.ndarray,
+                ext: ConfigPredictor | None = ext,
+                one_ref: ConfigPredictor | None = one_ref,
+            ) -> Any:
+                if not typ.startswith("tfl."):
+                    return _one_task_seconds(one_ref, typ, feats)
+                m = ext.model_for(typ)[0] if ext is not None else None
+                return None if m is None else m.predict(feats)
+
         reference = None
-        ref_cp = configs.get(config_name(ex, 1)) if th > 1 else None
         if ref_cp is not None:
 
             def reference(typ: str, ref_cp: ConfigPredictor = ref_cp) -> KernelModel | None:
@@ -140,6 +149,8 @@ def fit_host_predictor(
         if d.ref_models is not None and ref_cp is not None:
             configs[name].extra["reference"] = ref_cp.name
             rep.reference = ref_cp.name
+        if one_ref is not None:
+            configs[name].one_task_config = one_ref.name
         reports.append(rep)
     load = summarize_load(meas)
     host = meas.host
@@ -229,6 +240,22 @@ def after_qd8_models(
             t, m.coef * factor, m.trees, m.floor_s * factor, cv=dict(cv), n=counts[t],
             ranges=dict(m.ranges),
         )  # fmt: skip
+    return out
+
+
+def _one_task_seconds(ref: ConfigPredictor | None, typ: str, feats: np.ndarray) -> Any:
+    """Seconds of the kernels of ``typ`` that XNNPACK runs as one task, by the one-thread
+    configuration ``ref`` (NaN for the others), or None when there are none."""
+    if ref is None:
+        return None
+    single = one_task([typ] * len(feats), feats)
+    if not single.any():
+        return None
+    m, _ = ref.model_for(typ)
+    if m is None:
+        return None
+    out = np.full(len(feats), np.nan)
+    out[single] = m.predict(feats[single])
     return out
 
 

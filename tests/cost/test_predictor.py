@@ -520,3 +520,59 @@ def test_a_reference_with_trees_keeps_its_trees_under_the_fitted_ones():
                     for c, h in zip(couts, hs, strict=True)])  # fmt: skip
     want = np.array([two("xnn.conv", f) for f in fs])
     assert np.median(np.abs(m.predict(fs) / want - 1)) < 0.05
+
+
+def _two_thread_predictor() -> Predictor:
+    """One thread: 1 us + 10 us per million MACs per kernel; two threads: 3 us + half that."""
+    one = simple_predictor().configs["xnnpack_1t"]
+    coef = np.zeros(len(BASIS))
+    coef[0], coef[1] = 3e-6, 5e-6
+    two = ConfigPredictor("xnnpack_2t", "xnnpack", 2, 5e-7, {"xnnpack": 2e-7},
+                          {"xnn.conv": KernelModel("xnn.conv", coef)},
+                          one_task_config="xnnpack_1t")  # fmt: skip
+    return Predictor("test device", "measured", "unit test", {"xnnpack_1t": one, "xnnpack_2t": two})
+
+
+def test_kernels_run_as_one_task_cost_on_two_threads_what_they_cost_on_one(tmp_path):
+    p = _two_thread_predictor()
+    big = feat(4e6)
+    big[F["rows"]], big[F["cout"]] = 64.0, 64.0  # 64 rows: many tiles
+    small = feat(512)
+    small[F["rows"]], small[F["cout"]] = 1.0, 4.0  # one row of 4 outputs: one tile
+    k = kernels(["xnn.conv", "xnn.conv"], [big, small])
+    secs, _ = p.configs["xnnpack_2t"].kernel_seconds(k)
+    assert secs[0] == pytest.approx(3e-6 + 5e-6 * 4)  # the two-thread model
+    assert secs[1] == pytest.approx(1e-6 + 1e-5 * 512e-6)  # the one-thread model
+    # without the reference, the two-thread model prices both
+    p.configs["xnnpack_2t"].one_task_config = None
+    assert p.configs["xnnpack_2t"].kernel_seconds(k)[0][1] == pytest.approx(3e-6 + 5e-9 * 512e-3)
+    p = _two_thread_predictor()
+    path = tmp_path / "p.json"
+    p.save(path)
+    q = load_predictor(path)
+    assert q.configs["xnnpack_2t"].one_task_config == "xnnpack_1t"
+    assert q.configs["xnnpack_1t"].one_task_config is None
+    assert "one_task_config" not in json.loads(path.read_text())["configs"]["xnnpack_1t"]
+    assert np.array_equal(q.configs["xnnpack_2t"].kernel_seconds(k)[0], secs)
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [("xnnpack_4t", "is not another configuration"), ("xnnpack_2t", "is not another"),
+     ("builtin_1t", "must be the one-thread configuration of executor 'xnnpack'")],
+)  # fmt: skip
+def test_a_bad_one_task_reference_is_refused(ref, message):
+    doc = _two_thread_predictor().to_json()
+    doc["configs"]["builtin_1t"] = dict(doc["configs"]["xnnpack_1t"], executor="builtin")
+    doc["configs"]["xnnpack_2t"]["one_task_config"] = ref
+    with pytest.raises(PredictorError, match=rf"configs\.xnnpack_2t\.one_task_config: .*{message}"):
+        predictor_from_dict(doc)
+
+
+def test_kernels_another_configuration_prices_leave_the_fit_and_nan_keeps_a_kernel_in_it():
+    a, b = feat(1e6), feat(2e6)
+    items = [(kernels(["xnn.conv", "xnn.conv"], [a, b]), 1e-4, 1e-6, None)] * 3
+    # the first kernel of each chain priced elsewhere at 5 us, the second left to the fit
+    d = chain_data(items, external=lambda t, f: np.where(f[:, F["macs"]] < 1.5e6, 5e-6, np.nan))
+    assert len(d.x) == 3 and np.all(d.x[:, F["macs"]] == 2e6)
+    assert np.allclose(d.offset, 5e-6)

@@ -12,6 +12,7 @@ import pytest
 from edgepart.cli import main
 from edgepart.cost.kernels import decompose
 from edgepart.cost.predictor import load_predictor
+from edgepart.cost.xnn_tasks import one_task
 from edgepart.errors import PredictorError
 from edgepart.profiling.calibrate import (
     MeasureConfig,
@@ -647,6 +648,19 @@ def test_two_threads_are_fitted_against_one_thread_and_refit_identically(tmp_pat
     p = load_predictor(tmp_path / "p0.json")
     assert p.configs["xnnpack_2t"].extra["reference"] == "xnnpack_1t"
     assert "reference" not in p.configs["xnnpack_1t"].extra
+    # kernels XNNPACK runs as one task cost on two threads what the one-thread model says
+    assert p.configs["xnnpack_2t"].one_task_config == "xnnpack_1t"
+    assert p.configs["xnnpack_1t"].one_task_config is None
+    one = two_split = 0
+    for c in load_measurements(path).chains:
+        k = c.kernels["xnnpack"]
+        single = one_task(k.types, k.features)
+        s1 = p.configs["xnnpack_1t"].kernel_seconds(k)[0]
+        s2 = p.configs["xnnpack_2t"].kernel_seconds(k)[0]
+        assert np.array_equal(s1[single], s2[single])
+        one += int(single.sum())
+        two_split += int((s1[~single] != s2[~single]).sum())
+    assert one > 0 and two_split > 0
 
 
 def test_chains_the_canary_dropped_are_named_as_the_reason_a_fit_is_refused(tmp_path):

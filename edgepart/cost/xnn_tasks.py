@@ -1,0 +1,103 @@
+"""Which XNNPACK kernels run as one task, on any number of threads.
+
+XNNPACK hands every operator to pthreadpool as a range of tasks (output rows, tiles of a
+GEMM, 16 KiB blocks of an element-wise op). When the whole range is one task, pthreadpool
+runs it on the calling thread and never wakes the others (``pthreadpool_parallelize_*``:
+"range <= tile"). Such a kernel takes on N threads what it takes on one; a kernel of two
+tasks or more pays for waking the pool and joining it, which on a small kernel costs more
+than the split saves.
+
+Measured on the calibration host (a Zen 4 guest, LiteRT 2.3.0, XNNPACK, back-to-back
+invocations; fourteenth session): 20 float depthwise convolutions of 64 channels over 13
+frames with one output row took 143 ns each on one thread and 144 ns on two; with 13 output
+rows, 1,183 ns and 3,210 ns. A fully connected layer of one row took 77 / 76 ns with 32
+outputs and 210 / 799 ns with 64 (two 32-wide tiles on AVX-512); an ``ADD`` of 16 KiB 615 /
+614 ns, of 64 KiB 2.9 / 8.5 us.
+
+:func:`one_task` says which kernels are one task whatever the machine. The rules follow
+XNNPACK's ``reshape`` functions (``src/operators/*.c``) and stay on the safe side where the
+split depends on the machine (a GEMM's tile width is 8 to 32 floats, 4 to 16 8-bit values,
+by instruction set): a kernel not claimed here is left to the fitted multi-thread model.
+
+- depthwise convolution (``reshape_dwconv``): tasks over batch x output rows x channel
+  tiles; a channel tile is the channels whose taps, weights and output fit 32 KiB
+  (``primary_tile`` taps of input and weights, bias and scale, one output), the primary tile
+  being 9 or 25 taps on x86 and Arm (kernels of more than 25 taps run multipass: not claimed);
+- pooling (``max-pooling-nhwc.c``, ``average-pooling-nhwc.c``): batch x output rows;
+- soft-max (``softmax-nc.c``): one task per row;
+- element-wise binary ops (``binary-elementwise-nd.c``): tiles of 16 KiB of output once the
+  shapes are compressed to one or two dimensions (equal shapes, a scalar operand, or one value
+  per row); other broadcasts split over outer dimensions: not claimed;
+- element-wise unary ops (``unary-elementwise-nc.c``): tiles of 16 KiB of input; 8-bit
+  functions by lookup table (``math_q8``) tiles of 1 KiB;
+- convolution and fully connected (GEMM, ``xnn_gemm_best_tile_size``): tiles of ``mr`` rows
+  by ``nr`` or more outputs: one row and at most 8 float (4 8-bit) outputs is one tile on
+  every instruction set XNNPACK has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from edgepart.cost.kernels import FEATURES
+
+__all__ = ["EW_TILE_BYTES", "LUT_TILE_BYTES", "one_task"]
+
+EW_TILE_BYTES = 16 * 1024  # element-wise ops: bytes per task (XNNPACK's get_tile_size)
+LUT_TILE_BYTES = 1024  # 8-bit lookup-table ops with more than one thread
+DWCONV_CACHE_BYTES = 32 * 1024  # the working set a depthwise channel tile is sized to
+_GEMM_MAX_N = {"": 8.0, "_q8": 4.0}  # outputs one GEMM tile holds on every instruction set
+F = {n: k for k, n in enumerate(FEATURES)}
+
+
+def _dwconv_channel_tile(taps: np.ndarray, elem: float) -> np.ndarray:
+    """Channels per task of a unipass depthwise convolution (no rounding up: the smaller)."""
+    primary = np.where(taps <= 9, 9.0, 25.0)
+    per_channel = primary * 2 * elem + 8 + elem  # input and weight taps, bias + scale, output
+    out: np.ndarray = np.floor(DWCONV_CACHE_BYTES / per_channel)
+    return out
+
+
+def one_task(types: Sequence[str], features: np.ndarray) -> np.ndarray:
+    """Per kernel, whether XNNPACK runs it as one task on any number of threads (module
+    docstring). Kernels of other executors (``tfl.*``) are never claimed."""
+    f = np.asarray(features, dtype=np.float64)
+    out = np.zeros(len(types), dtype=bool)
+    if not len(types):
+        return out
+    rows = f[:, F["rows"]]
+    width = np.maximum(f[:, F["w"]], 1.0)
+    cout = f[:, F["cout"]]
+    outer_rows = rows / width  # batch x output rows of an NHWC kernel
+    by_type: dict[str, list[int]] = {}
+    for i, t in enumerate(types):
+        by_type.setdefault(t, []).append(i)
+    for t, idx_list in by_type.items():
+        prefix, _, cls = t.partition(".")
+        if prefix != "xnn" or "@" in cls:
+            continue
+        idx = np.asarray(idx_list)
+        q8 = cls.endswith("_q8")
+        plain = cls.removesuffix("_q8")
+        if plain == "dwconv":
+            taps = f[idx, F["kh"]] * f[idx, F["kw"]]
+            tile = _dwconv_channel_tile(taps, 1.0 if q8 else 4.0)
+            ok = (outer_rows[idx] <= 1) & (taps <= 25) & (cout[idx] <= tile)
+        elif plain == "pool":
+            ok = outer_rows[idx] <= 1
+        elif plain == "softmax":
+            ok = rows[idx] <= 1
+        elif plain == "binary":
+            ok = (f[idx, F["out_bytes"]] <= EW_TILE_BYTES) & (f[idx, F["bcast"]] != 2)
+        elif plain == "unary" or cls == "math":
+            ok = f[idx, F["in_bytes"]] <= EW_TILE_BYTES
+        elif cls == "math_q8":
+            ok = f[idx, F["in_bytes"]] <= LUT_TILE_BYTES
+        elif plain in ("conv", "fc"):
+            ok = (rows[idx] <= 1) & (cout[idx] <= _GEMM_MAX_N["_q8" if q8 else ""])
+        else:
+            continue
+        out[idx] = ok
+    return out

@@ -1,0 +1,98 @@
+"""Which XNNPACK kernels run as one task (edgepart.cost.xnn_tasks), on one-op models built with
+edgepart's builder and decomposed as the predictors see them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgepart.cost.kernels import decompose
+from edgepart.cost.xnn_tasks import one_task
+from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.dtypes import DType
+
+F32 = DType.FLOAT32
+CONV = {"stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
+
+
+def verdict(op, inputs, out_shape, options=None, *, consts=None, executor="xnnpack"):
+    """(kernel type, one task?) of a model of one float op."""
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    ins = []
+    for k, shape in enumerate(inputs):
+        if shape is None:
+            ins.append(-1)
+        elif consts and k in consts:
+            ins.append(g.constant(f"c{k}", consts[k]))
+        else:
+            ins.append(g.input(f"in{k}", F32, shape))
+    y = g.tensor("y", F32, out_shape)
+    g.op(op, ins, [y], options=options)
+    g.output(y)
+    k = decompose(mb.build(), executor)
+    assert len(k) == 1
+    return k.types[0], bool(one_task(k.types, k.features)[0])
+
+
+def dwconv(in_shape, taps, channels, out_shape, padding="VALID"):
+    w = np.zeros((1, taps[0], taps[1], channels), np.float32)
+    b = np.zeros(channels, np.float32)
+    return verdict("DEPTHWISE_CONV_2D", [in_shape, w.shape, b.shape], out_shape,
+                   {"padding": padding, "depth_multiplier": 1, **CONV},
+                   consts={1: w, 2: b})  # fmt: skip
+
+
+def test_a_depthwise_convolution_is_one_task_per_output_row_and_channel_tile():
+    # a streaming layer: 13 frames in, one out (measured: the same time on one and two threads)
+    assert dwconv((1, 13, 1, 64), (13, 1), 64, (1, 1, 1, 64)) == ("xnn.dwconv", True)
+    # thirteen output rows: thirteen tasks
+    assert dwconv((1, 13, 1, 64), (13, 1), 64, (1, 13, 1, 64), "SAME") == ("xnn.dwconv", False)
+    # a one-dimensional convolution laid out along the width: the width is inside a task
+    assert dwconv((1, 1, 40, 64), (1, 5), 64, (1, 1, 36, 64))[1]
+    # 25 float taps: 32 KiB hold the working set of 154 channels (25 * 8 + 8 + 4 bytes each)
+    assert dwconv((1, 5, 5, 154), (5, 5), 154, (1, 1, 1, 154))[1]
+    assert not dwconv((1, 5, 5, 200), (5, 5), 200, (1, 1, 1, 200))[1]
+    # more taps than the largest primary tile: multipass, not claimed
+    assert not dwconv((1, 27, 1, 8), (27, 1), 8, (1, 1, 1, 8))[1]
+
+
+def fc(rows, k, n):
+    w = np.zeros((n, k), np.float32)
+    return verdict("FULLY_CONNECTED", [(rows, k), w.shape, None], (rows, n), consts={1: w})
+
+
+def test_a_gemm_of_one_row_and_few_outputs_is_one_tile_on_every_instruction_set():
+    assert fc(1, 64, 8) == ("xnn.fc", True)
+    assert fc(1, 64, 9) == ("xnn.fc", False)  # two tiles where the tile is 8 wide (SSE)
+    assert fc(2, 64, 8) == ("xnn.fc", False)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "out", "one"),
+    [
+        ([(1, 4096), (1, 4096)], (1, 4096), True),  # 16 KiB of output: one tile
+        ([(1, 4097), (1, 4097)], (1, 4097), False),
+        ([(1, 4096), (1,)], (1, 4096), True),  # a scalar operand compresses to one dimension
+        ([(1, 4, 4, 16), (16,)], (1, 4, 4, 16), False),  # a vector broadcast: outer dims split
+    ],
+)
+def test_an_elementwise_op_is_one_task_up_to_16_kib(shapes, out, one):
+    typ, got = verdict("ADD", shapes, out)
+    assert typ == "xnn.binary" and got is one
+
+
+def test_unary_math_softmax_and_pooling():
+    assert verdict("TANH", [(1, 4096)], (1, 4096)) == ("xnn.math", True)
+    assert verdict("TANH", [(2, 4096)], (2, 4096)) == ("xnn.math", False)
+    assert verdict("SOFTMAX", [(1, 100)], (1, 100), {"beta": 1.0}) == ("xnn.softmax", True)
+    assert verdict("SOFTMAX", [(2, 100)], (2, 100), {"beta": 1.0}) == ("xnn.softmax", False)
+    pool = {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2,
+            "filter_width": 2}  # fmt: skip
+    assert verdict("MAX_POOL_2D", [(1, 2, 2, 8)], (1, 1, 1, 8), pool) == ("xnn.pool", True)
+    assert verdict("MAX_POOL_2D", [(1, 4, 4, 8)], (1, 2, 2, 8), pool) == ("xnn.pool", False)
+
+
+def test_builtin_kernels_are_never_claimed():
+    typ, got = verdict("ADD", [(1, 16), (1, 16)], (1, 16), executor="builtin")
+    assert typ == "tfl.binary" and not got
