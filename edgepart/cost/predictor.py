@@ -15,7 +15,10 @@ holds, per *configuration* (an executor and a thread count, e.g. ``xnnpack_2t``)
   derived :data:`DERIVED`) that captures what the base misses (tile shapes, cache effects,
   per-op code paths). Either part may be absent;
 - the cross-validated error of each kernel type and of whole chains, which becomes the
-  uncertainty band of every prediction.
+  uncertainty band of every prediction;
+- on several threads, optionally ``one_task_config``: the same executor's one-thread
+  configuration, whose models price the kernels XNNPACK runs as one task
+  (:func:`edgepart.cost.xnn_tasks.one_task`: they never wake the thread pool).
 
 A model's latency on one configuration is ``invoke overhead (+ builtin_plan_s) + delegate
 nodes + sum of its kernels`` (:meth:`ConfigPredictor.model_seconds`). Evaluation is

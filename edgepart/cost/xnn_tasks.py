@@ -8,11 +8,14 @@ tasks or more pays for waking the pool and joining it, which on a small kernel c
 than the split saves.
 
 Measured on the calibration host (a Zen 4 guest, LiteRT 2.3.0, XNNPACK, back-to-back
-invocations; fourteenth session): 20 float depthwise convolutions of 64 channels over 13
+invocations, 2026-12-04): 20 float depthwise convolutions of 64 channels over 13
 frames with one output row took 143 ns each on one thread and 144 ns on two; with 13 output
 rows, 1,183 ns and 3,210 ns. A fully connected layer of one row took 77 / 76 ns with 32
 outputs and 210 / 799 ns with 64 (two 32-wide tiles on AVX-512); an ``ADD`` of 16 KiB 615 /
-614 ns, of 64 KiB 2.9 / 8.5 us.
+614 ns, of 64 KiB 2.9 / 8.5 us. Twenty-five minutes later the fully connected layer of 128
+outputs took 838 / 913 ns (before: 833 / 1,997) and the 64 KiB ``ADD`` 2.9 / 2.3 us: what
+waking the pool costs on this guest varies, whether it is paid does not
+(``benchmarks/xnn_one_task.py``).
 
 :func:`one_task` says which kernels are one task whatever the machine. The rules follow
 XNNPACK's ``reshape`` functions (``src/operators/*.c``) and stay on the safe side where the
@@ -49,7 +52,7 @@ EW_TILE_BYTES = 16 * 1024  # element-wise ops: bytes per task (XNNPACK's get_til
 LUT_TILE_BYTES = 1024  # 8-bit lookup-table ops with more than one thread
 DWCONV_CACHE_BYTES = 32 * 1024  # the working set a depthwise channel tile is sized to
 _GEMM_MAX_N = {"": 8.0, "_q8": 4.0}  # outputs one GEMM tile holds on every instruction set
-F = {n: k for k, n in enumerate(FEATURES)}
+_F = {n: k for k, n in enumerate(FEATURES)}
 
 
 def _dwconv_channel_tile(taps: np.ndarray, elem: float) -> np.ndarray:
@@ -67,9 +70,9 @@ def one_task(types: Sequence[str], features: np.ndarray) -> np.ndarray:
     out = np.zeros(len(types), dtype=bool)
     if not len(types):
         return out
-    rows = f[:, F["rows"]]
-    width = np.maximum(f[:, F["w"]], 1.0)
-    cout = f[:, F["cout"]]
+    rows = f[:, _F["rows"]]
+    width = np.maximum(f[:, _F["w"]], 1.0)
+    cout = f[:, _F["cout"]]
     outer_rows = rows / width  # batch x output rows of an NHWC kernel
     by_type: dict[str, list[int]] = {}
     for i, t in enumerate(types):
@@ -82,7 +85,7 @@ def one_task(types: Sequence[str], features: np.ndarray) -> np.ndarray:
         q8 = cls.endswith("_q8")
         plain = cls.removesuffix("_q8")
         if plain == "dwconv":
-            taps = f[idx, F["kh"]] * f[idx, F["kw"]]
+            taps = f[idx, _F["kh"]] * f[idx, _F["kw"]]
             tile = _dwconv_channel_tile(taps, 1.0 if q8 else 4.0)
             ok = (outer_rows[idx] <= 1) & (taps <= 25) & (cout[idx] <= tile)
         elif plain == "pool":
@@ -90,11 +93,11 @@ def one_task(types: Sequence[str], features: np.ndarray) -> np.ndarray:
         elif plain == "softmax":
             ok = rows[idx] <= 1
         elif plain == "binary":
-            ok = (f[idx, F["out_bytes"]] <= EW_TILE_BYTES) & (f[idx, F["bcast"]] != 2)
+            ok = (f[idx, _F["out_bytes"]] <= EW_TILE_BYTES) & (f[idx, _F["bcast"]] != 2)
         elif plain == "unary" or cls == "math":
-            ok = f[idx, F["in_bytes"]] <= EW_TILE_BYTES
+            ok = f[idx, _F["in_bytes"]] <= EW_TILE_BYTES
         elif cls == "math_q8":
-            ok = f[idx, F["in_bytes"]] <= LUT_TILE_BYTES
+            ok = f[idx, _F["in_bytes"]] <= LUT_TILE_BYTES
         elif plain in ("conv", "fc"):
             ok = (rows[idx] <= 1) & (cout[idx] <= _GEMM_MAX_N["_q8" if q8 else ""])
         else:

@@ -9,7 +9,9 @@ a dynamically quantized XNNPACK kernel (``@qd8`` types): the builtin models time
 slowdown factor fitted on the chains that have them (:func:`after_qd8_models`); kernel types a
 configuration never saw fall back to the builtin configuration with the same thread count,
 else one thread. A configuration of several threads is fitted against the same executor's one-thread
-configuration (:mod:`edgepart.cost.predictor_fit`: its models scaled per kernel type).
+configuration (:mod:`edgepart.cost.predictor_fit`: its models scaled per kernel type); on
+XNNPACK, the kernels it runs as one task (:mod:`edgepart.cost.xnn_tasks`) are priced by the
+one-thread models as they are, in the fit and in every prediction (``one_task_config``).
 
 Before the fit, every chain's time is brought to the calibration's typical machine state
 (:mod:`edgepart.profiling.machine_state`: its batch's canary speed, to the power fitted per
