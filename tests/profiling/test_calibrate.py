@@ -657,7 +657,9 @@ def test_two_threads_are_fitted_against_one_thread_and_refit_identically(tmp_pat
         single = one_task(k.types, k.features)
         s1 = p.configs["xnnpack_1t"].kernel_seconds(k)[0]
         s2 = p.configs["xnnpack_2t"].kernel_seconds(k)[0]
-        assert np.array_equal(s1[single], s2[single])
+        # the same models on a subset of the rows (a matrix product over fewer rows may
+        # round the last bit differently)
+        np.testing.assert_allclose(s2[single], s1[single], rtol=1e-12, atol=0)
         one += int(single.sum())
         two_split += int((s1[~single] != s2[~single]).sum())
     assert one > 0 and two_split > 0
