@@ -26,15 +26,16 @@ import numpy as np
 
 from edgepart.cost.kernels import decompose
 from edgepart.cost.xnn_tasks import one_task
-from edgepart.ir.builder import ModelBuilder
+from edgepart.ir.builder import ModelBuilder, SubgraphBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.tflite.reader import read_model_bytes
 from edgepart.tflite.writer import write_model
 
 F32 = DType.FLOAT32
+Layer = Callable[[SubgraphBuilder, int, int], int]  # (graph, input, index) -> output
 
 
-def stack(shape: tuple[int, ...], n: int, layer: Callable[[object, int, int], int]) -> bytes:
+def stack(shape: tuple[int, ...], n: int, layer: Layer) -> bytes:
     """A float model of ``n`` kernels, each ``layer(graph, x, k)`` -> y of ``shape``."""
     mb = ModelBuilder()
     g = mb.subgraph("main")
@@ -46,8 +47,8 @@ def stack(shape: tuple[int, ...], n: int, layer: Callable[[object, int, int], in
     return write_model(mb.build())
 
 
-def add(shape: tuple[int, ...]) -> Callable[[object, int, int], int]:
-    def f(g, x, k):  # type: ignore[no-untyped-def]
+def add(shape: tuple[int, ...]) -> Layer:
+    def f(g: SubgraphBuilder, x: int, k: int) -> int:
         y = g.tensor(f"y{k}", F32, shape)
         g.op("ADD", [x, x], [y])
         return y
@@ -55,8 +56,8 @@ def add(shape: tuple[int, ...]) -> Callable[[object, int, int], int]:
     return f
 
 
-def tanh(shape: tuple[int, ...]) -> Callable[[object, int, int], int]:
-    def f(g, x, k):  # type: ignore[no-untyped-def]
+def tanh(shape: tuple[int, ...]) -> Layer:
+    def f(g: SubgraphBuilder, x: int, k: int) -> int:
         y = g.tensor(f"y{k}", F32, shape)
         g.op("TANH", [x], [y])
         return y
@@ -64,11 +65,11 @@ def tanh(shape: tuple[int, ...]) -> Callable[[object, int, int], int]:
     return f
 
 
-def dwconv(shape: tuple[int, ...], taps: tuple[int, int]) -> Callable[[object, int, int], int]:
+def dwconv(shape: tuple[int, ...], taps: tuple[int, int]) -> Layer:
     rng = np.random.default_rng(0)
     c = shape[-1]
 
-    def f(g, x, k):  # type: ignore[no-untyped-def]
+    def f(g: SubgraphBuilder, x: int, k: int) -> int:
         w = g.constant(f"w{k}", rng.normal(0, 0.2, (1, *taps, c)).astype(np.float32))
         b = g.constant(f"b{k}", np.zeros(c, np.float32))
         y = g.tensor(f"y{k}", F32, shape)
@@ -80,10 +81,10 @@ def dwconv(shape: tuple[int, ...], taps: tuple[int, int]) -> Callable[[object, i
     return f
 
 
-def fc(rows: int, n: int) -> Callable[[object, int, int], int]:
+def fc(rows: int, n: int) -> Layer:
     rng = np.random.default_rng(0)
 
-    def f(g, x, k):  # type: ignore[no-untyped-def]
+    def f(g: SubgraphBuilder, x: int, k: int) -> int:
         w = g.constant(f"w{k}", rng.normal(0, 0.2, (n, n)).astype(np.float32))
         y = g.tensor(f"y{k}", F32, (rows, n))
         g.op("FULLY_CONNECTED", [x, w, -1], [y])
@@ -92,7 +93,7 @@ def fc(rows: int, n: int) -> Callable[[object, int, int], int]:
     return f
 
 
-CASES: list[tuple[str, tuple[int, ...], Callable[[object, int, int], int]]] = [
+CASES: list[tuple[str, tuple[int, ...], Layer]] = [
     ("ADD 16 KiB", (1, 4096), add((1, 4096))),
     ("ADD 64 KiB", (1, 16384), add((1, 16384))),
     ("TANH 4 KiB", (1, 1024), tanh((1, 1024))),

@@ -42,7 +42,7 @@ import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.cost.signature import unique_rows
-from edgepart.cost.xnn_tasks import one_task
+from edgepart.cost.xnn_tasks import one_task_of
 from edgepart.errors import PredictorError
 from edgepart.fileio import atomic_write_text
 from edgepart.jsondoc import canonical, load_file
@@ -446,12 +446,13 @@ class ConfigPredictor:
             return out, used
         types = np.asarray(k.types)
         one = self.one_task_reference()
-        single = one_task(k.types, k.features) if one is not None else None
         for t in sorted(set(k.types)):
             rows = np.flatnonzero(types == t)
-            if one is not None and single is not None and single[rows].any():
-                one._predict_rows(t, k.features, rows[single[rows]], out, used)
-                rows = rows[~single[rows]]
+            if one is not None:
+                single = one_task_of(t, k.features[rows])
+                if single.any():
+                    one._predict_rows(t, k.features, rows[single], out, used)
+                    rows = rows[~single]
             if len(rows):
                 self._predict_rows(t, k.features, rows, out, used)
         out *= k.repeat

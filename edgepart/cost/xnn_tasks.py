@@ -46,7 +46,7 @@ import numpy as np
 
 from edgepart.cost.kernels import FEATURES
 
-__all__ = ["EW_TILE_BYTES", "LUT_TILE_BYTES", "one_task"]
+__all__ = ["EW_TILE_BYTES", "LUT_TILE_BYTES", "one_task", "one_task_of"]
 
 EW_TILE_BYTES = 16 * 1024  # element-wise ops: bytes per task (XNNPACK's get_tile_size)
 LUT_TILE_BYTES = 1024  # 8-bit lookup-table ops with more than one thread
@@ -68,39 +68,41 @@ def one_task(types: Sequence[str], features: np.ndarray) -> np.ndarray:
     docstring). Kernels of other executors (``tfl.*``) are never claimed."""
     f = np.asarray(features, dtype=np.float64)
     out = np.zeros(len(types), dtype=bool)
-    if not len(types):
-        return out
+    names = np.asarray(types)
+    for t in set(types):
+        rows = np.flatnonzero(names == t)
+        out[rows] = one_task_of(t, f[rows])
+    return out
+
+
+def one_task_of(typ: str, features: np.ndarray) -> np.ndarray:
+    """:func:`one_task` for kernels all of type ``typ``."""
+    f = np.asarray(features, dtype=np.float64)
+    prefix, _, cls = typ.partition(".")
+    if prefix != "xnn" or "@" in cls or not len(f):
+        return np.zeros(len(f), dtype=bool)
     rows = f[:, _F["rows"]]
-    width = np.maximum(f[:, _F["w"]], 1.0)
     cout = f[:, _F["cout"]]
-    outer_rows = rows / width  # batch x output rows of an NHWC kernel
-    by_type: dict[str, list[int]] = {}
-    for i, t in enumerate(types):
-        by_type.setdefault(t, []).append(i)
-    for t, idx_list in by_type.items():
-        prefix, _, cls = t.partition(".")
-        if prefix != "xnn" or "@" in cls:
-            continue
-        idx = np.asarray(idx_list)
-        q8 = cls.endswith("_q8")
-        plain = cls.removesuffix("_q8")
-        if plain == "dwconv":
-            taps = f[idx, _F["kh"]] * f[idx, _F["kw"]]
-            tile = _dwconv_channel_tile(taps, 1.0 if q8 else 4.0)
-            ok = (outer_rows[idx] <= 1) & (taps <= 25) & (cout[idx] <= tile)
-        elif plain == "pool":
-            ok = outer_rows[idx] <= 1
-        elif plain == "softmax":
-            ok = rows[idx] <= 1
-        elif plain == "binary":
-            ok = (f[idx, _F["out_bytes"]] <= EW_TILE_BYTES) & (f[idx, _F["bcast"]] != 2)
-        elif plain == "unary" or cls == "math":
-            ok = f[idx, _F["in_bytes"]] <= EW_TILE_BYTES
-        elif cls == "math_q8":
-            ok = f[idx, _F["in_bytes"]] <= LUT_TILE_BYTES
-        elif plain in ("conv", "fc"):
-            ok = (rows[idx] <= 1) & (cout[idx] <= _GEMM_MAX_N["_q8" if q8 else ""])
-        else:
-            continue
-        out[idx] = ok
+    outer_rows = rows / np.maximum(f[:, _F["w"]], 1.0)  # batch x output rows (NHWC)
+    q8 = cls.endswith("_q8")
+    plain = cls.removesuffix("_q8")
+    if plain == "dwconv":
+        taps = f[:, _F["kh"]] * f[:, _F["kw"]]
+        tile = _dwconv_channel_tile(taps, 1.0 if q8 else 4.0)
+        ok = (outer_rows <= 1) & (taps <= 25) & (cout <= tile)
+    elif plain == "pool":
+        ok = outer_rows <= 1
+    elif plain == "softmax":
+        ok = rows <= 1
+    elif plain == "binary":
+        ok = (f[:, _F["out_bytes"]] <= EW_TILE_BYTES) & (f[:, _F["bcast"]] != 2)
+    elif plain == "unary" or cls == "math":
+        ok = f[:, _F["in_bytes"]] <= EW_TILE_BYTES
+    elif cls == "math_q8":
+        ok = f[:, _F["in_bytes"]] <= LUT_TILE_BYTES
+    elif plain in ("conv", "fc"):
+        ok = (rows <= 1) & (cout <= _GEMM_MAX_N["_q8" if q8 else ""])
+    else:
+        ok = np.zeros(len(f), dtype=bool)
+    out: np.ndarray = np.asarray(ok, dtype=bool)
     return out

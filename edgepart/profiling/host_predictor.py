@@ -37,7 +37,7 @@ from edgepart.cost.predictor_fit import (
     fit_config,
 )
 from edgepart.cost.stats import STAT_GETTERS, Stats
-from edgepart.cost.xnn_tasks import one_task
+from edgepart.cost.xnn_tasks import one_task_of
 from edgepart.errors import PredictorError, UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
 from edgepart.profiling.machine_state import at_typical_state
@@ -250,7 +250,7 @@ def _one_task_seconds(ref: ConfigPredictor | None, typ: str, feats: np.ndarray) 
     configuration ``ref`` (NaN for the others), or None when there are none."""
     if ref is None:
         return None
-    single = one_task([typ] * len(feats), feats)
+    single = one_task_of(typ, feats)
     if not single.any():
         return None
     m, _ = ref.model_for(typ)
