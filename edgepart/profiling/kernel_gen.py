@@ -43,7 +43,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 12
+SAMPLER_VERSION = 13
 F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -453,7 +453,9 @@ class _Blocks:
             x = c
         else:
             t = int(self.pick({1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}))
-            x = self.new_input((1, t, 1, self.chan(8, 128)))
+            # a frame of a few dozen bytes, so small chains draw the widths real models
+            # use too (keyword spotters run 32 to 128 channels)
+            x = self.new_input((1, t, 1, self.chan(8, 128, capped=False)))
         t, ch = x.shape[1], x.shape[3]
         kk = int(self.pick({2: 0.2, 3: 1.0, 5: 1.0, 9: 0.5, 13: 0.3, 21: 0.3}))  # kernel
         keep = kk - 1  # frames kept: with the t new ones, a window of t outputs
@@ -469,7 +471,7 @@ class _Blocks:
                                   self.const(np.ones(4, np.int32))], [new])  # fmt: skip
         self.op("ASSIGN_VARIABLE", [self.var_handle(state).idx, new.idx], [])
         act = str(self.pick({"RELU": 0.6, "NONE": 0.4}))
-        cout = self.chan(8, 128)
+        cout = self.chan(8, 128, capped=False)
         if self.u() < 0.5:
             wt = self.weights((cout, kk, 1, ch), kk * ch)
             b = self.bias(cout, win)
@@ -521,17 +523,18 @@ class _Chain(_Blocks):
         p = np.array([options[k] for k in keys], dtype=np.float64)
         return keys[int(self.rng.choice(len(keys), p=p / p.sum()))]
 
-    def logu(self, lo: float, hi: float) -> int:
-        if self.spec.small:
+    def logu(self, lo: float, hi: float, *, capped: bool = True) -> int:
+        if self.spec.small and capped:
             hi = max(lo, min(hi, SMALL_CAP))
         return round(math.exp(self.rng.uniform(math.log(lo), math.log(hi))))
 
-    def chan(self, lo: int = 1, hi: int = 1024) -> int:
+    def chan(self, lo: int = 1, hi: int = 1024, *, capped: bool = True) -> int:
         """Channels: mostly 8 and up, usually a multiple of 8; now and then a few (heads,
-        RGB inputs, masks)."""
+        RGB inputs, masks). At most :data:`SMALL_CAP` in small chains, unless not
+        ``capped``."""
         if lo < 8 < hi and self.u() < 0.85:
             lo = 8
-        c = max(self.logu(lo, hi), 1)
+        c = max(self.logu(lo, hi, capped=capped), 1)
         if c > 8 and self.u() < 0.8:
             c = max(8, round(c / 8) * 8)
         return c
@@ -857,18 +860,32 @@ class _Chain(_Blocks):
         self.set(y)
 
     def k_dwconv(self) -> None:
-        if self.u() < 0.1:
+        r = self.u()
+        stream = False
+        if r < 0.1:
             x = self.audio()
             kh, kw = int(self.pick({3: 0.5, 5: 0.3, 9: 0.2})), 1
+        elif r < 0.22:
+            # a streaming model's temporal layer (as in :meth:`m_stream`): a window of the
+            # last frames, a tall kernel over it, one to four output rows. Drawn here too,
+            # not only inside mixed chains, so that chains of this kernel alone pin its cost
+            # down. A fit that saw it only beside other kernels priced a one-row 13-tap int8
+            # depthwise convolution of 64 channels (with its input's QUANTIZE) at 321 ns; 21
+            # of them in a row took 184 ns each.
+            stream = True
+            t = int(self.pick({1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}))
+            kh, kw = int(self.pick({2: 0.1, 3: 0.3, 5: 0.3, 9: 0.2, 13: 0.15, 21: 0.15})), 1
+            x = self.new_input((1, kh - 1 + t, 1, self.chan(8, 256)))
         else:
             x = self.img()
             k = int(self.pick({3: 0.7, 5: 0.2, 7: 0.06, 1: 0.04}))
             kh = kw = k
         _, h, w, cin = x.shape
-        stride = 2 if (self.u() < 0.25 and h >= 2) else 1
-        mult = 2 if self.u() < 0.05 else 1
-        pad = "VALID" if self.u() < 0.2 and h >= kh and w >= kw else "SAME"
-        if pad == "VALID" and max(kh, kw) > 1 and self.u() < 0.5:
+        stride = 2 if (not stream and self.u() < 0.25 and h >= 2) else 1
+        mult = 2 if (not stream and self.u() < 0.05) else 1
+        valid = stream or (self.u() < 0.2 and h >= kh and w >= kw)
+        pad = "VALID" if valid else "SAME"
+        if not stream and pad == "VALID" and max(kh, kw) > 1 and self.u() < 0.5:
             x = self.pad_spatial(x, (kh // 2, kw // 2))
             _, h, w, cin = x.shape
         if pad == "SAME":

@@ -434,6 +434,24 @@ def test_small_chains_are_long_chains_of_tiny_tensors():
         assert sizes[len(sizes) // 2] <= 4096
 
 
+def test_small_chains_draw_streaming_layers_as_wide_as_real_ones():
+    """Small chains cap lengths and channels at SMALL_CAP, but not a streaming layer's: its
+    frames are a few dozen bytes at any width, and keyword spotters run 32 to 128 channels."""
+    from edgepart.profiling.kernel_gen import SMALL_CAP
+
+    specs = [s for s in draw_specs(np.random.default_rng(5), 600) if s.small and not s.homogeneous]
+    widths = []
+    for spec in specs:
+        sg = build_chain(spec).main
+        for i in range(sg.num_ops):
+            if sg.op_name(i) == "READ_VARIABLE":
+                widths.append(sg.tensor(sg.op(i).outputs[0]).shape[-1])
+    assert len(widths) >= 20
+    wide = np.mean(np.asarray(widths) > SMALL_CAP)
+    assert 0.2 <= wide <= 0.6, wide  # 35 % here (1 % when capped: grown by earlier ops)
+    assert max(widths) <= 256
+
+
 def test_recurrent_chains_run_and_are_one_rnn_kernel_per_step():
     from edgepart.cost.kernels import FEATURES, decompose
     from edgepart.profiling.timing import fill_inputs, make_interpreter
@@ -522,6 +540,50 @@ def test_streaming_layers_keep_their_window_in_variables_set_once(family):
                 if n not in ("CALL_ONCE", "VAR_HANDLE"):
                     assert owner[j] is not None, (j, n)  # XNNPACK takes the whole layer
                     assert k.types[k.op_kernel[j]].startswith("xnn."), (j, n)
+
+
+@pytest.mark.parametrize("family", ["f32", "q8"])
+def test_depthwise_chains_also_draw_streaming_temporal_layers(family):
+    """Chains of depthwise convolutions alone also draw a streaming layer's: a tall kernel
+    over a window of a few frames, one to four output rows (keyword spotters run dozens)."""
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    found = []
+    for seed in range(40):
+        m = build_chain(ChainSpec(seed=seed, family=family, homogeneous="dwconv", length=4))
+        sg = m.main
+        for i in range(sg.num_ops):
+            if sg.op_name(i) != "DEPTHWISE_CONV_2D":
+                continue
+            op = sg.op(i)
+            x, w = (sg.tensor(t).shape for t in op.inputs[:2])
+            y = sg.tensor(op.outputs[0]).shape
+            opt = op.options
+            if w[2] == 1 and x[2] == 1 and w[1] >= 2 and y[1] <= 4 and opt["padding"] == "VALID":
+                assert x[1] == w[1] - 1 + y[1]  # the window: kept frames and the new ones
+                assert opt["stride_h"] == 1 and y[3] == x[3]
+                found.append((seed, m))
+    assert len(found) >= 3, found
+    taps = set()
+    for _, m in found:
+        sg = m.main
+        taps |= {
+            sg.tensor(sg.op(i).inputs[1]).shape[1]
+            for i in range(sg.num_ops)
+            if sg.op_name(i) == "DEPTHWISE_CONV_2D"
+        }
+    assert max(taps) >= 9  # tall kernels, not only 3x1
+    content = write_model(found[0][1])
+    it = make_interpreter(content, "xnnpack", 1)
+    fill_inputs(it, 0)
+    it.invoke()
+    assert all(
+        np.isfinite(it.get_tensor(d["index"]).astype(np.float64)).all()
+        for d in it.get_output_details()
+    )
+    owner, _ = real_owner(it, found[0][1].main.num_ops, content)
+    names = [found[0][1].main.op_name(i) for i in range(found[0][1].main.num_ops)]
+    assert all(owner[j] is not None for j, n in enumerate(names) if n == "DEPTHWISE_CONV_2D")
 
 
 def test_fully_connected_chains_also_draw_weights_known_only_at_run_time():
