@@ -434,24 +434,6 @@ def test_small_chains_are_long_chains_of_tiny_tensors():
         assert sizes[len(sizes) // 2] <= 4096
 
 
-def test_small_chains_draw_streaming_layers_as_wide_as_real_ones():
-    """Small chains cap lengths and channels at SMALL_CAP, but not a streaming layer's: its
-    frames are a few dozen bytes at any width, and keyword spotters run 32 to 128 channels."""
-    from edgepart.profiling.kernel_gen import SMALL_CAP
-
-    specs = [s for s in draw_specs(np.random.default_rng(5), 600) if s.small and not s.homogeneous]
-    widths = []
-    for spec in specs:
-        sg = build_chain(spec).main
-        for i in range(sg.num_ops):
-            if sg.op_name(i) == "READ_VARIABLE":
-                widths.append(sg.tensor(sg.op(i).outputs[0]).shape[-1])
-    assert len(widths) >= 20
-    wide = np.mean(np.asarray(widths) > SMALL_CAP)
-    assert 0.2 <= wide <= 0.6, wide  # 35 % here (1 % when capped: grown by earlier ops)
-    assert max(widths) <= 256
-
-
 def test_recurrent_chains_run_and_are_one_rnn_kernel_per_step():
     from edgepart.cost.kernels import FEATURES, decompose
     from edgepart.profiling.timing import fill_inputs, make_interpreter
@@ -536,10 +518,16 @@ def test_streaming_layers_keep_their_window_in_variables_set_once(family):
         assert "CALL_ONCE" not in {sg.op_name(o) for ops in k.ops for o in ops}  # once only
         if ex == "xnnpack":
             owner, _ = real_owner(it, sg.num_ops, content)
+            layer = {"READ_VARIABLE", "CONCATENATION", "STRIDED_SLICE", "ASSIGN_VARIABLE"}
             for j, n in enumerate(names):
-                if n not in ("CALL_ONCE", "VAR_HANDLE"):
+                if n in ("CALL_ONCE", "VAR_HANDLE"):
+                    continue
+                if n in layer:
                     assert owner[j] is not None, (j, n)  # XNNPACK takes the whole layer
-                    assert k.types[k.op_kernel[j]].startswith("xnn."), (j, n)
+                # the chain's other blocks: claimed as LiteRT claims them (free ops: no kernel)
+                if k.op_kernel[j] >= 0:
+                    ours = k.types[k.op_kernel[j]].startswith("xnn.")
+                    assert ours == (owner[j] is not None), (j, n)
 
 
 @pytest.mark.parametrize("family", ["f32", "q8"])
