@@ -88,6 +88,8 @@ SMALL_CAP = 32  # largest length, channel count ... drawn in small chains
 MAX_KERNEL_MACS = 150e6
 MAX_CHAIN_MACS = 300e6
 MAX_WEIGHT_BYTES = 24 << 20
+# A streaming layer's new frames per invocation (m_stream, and k_dwconv's streaming draws).
+STREAM_FRAMES = {1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}
 
 
 @dataclass(frozen=True)
@@ -452,7 +454,7 @@ class _Blocks:
                 and c.shape[1] <= 4 and c.shape[3] <= 256 and self.u() < 0.8):  # fmt: skip
             x = c
         else:
-            t = int(self.pick({1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}))
+            t = int(self.pick(STREAM_FRAMES))
             x = self.new_input((1, t, 1, self.chan(8, 128)))
         t, ch = x.shape[1], x.shape[3]
         kk = int(self.pick({2: 0.2, 3: 1.0, 5: 1.0, 9: 0.5, 13: 0.3, 21: 0.3}))  # kernel
@@ -868,9 +870,9 @@ class _Chain(_Blocks):
             # not only inside mixed chains, so that chains of this kernel alone pin its cost
             # down. A fit that saw it only beside other kernels priced a one-row 13-tap int8
             # depthwise convolution of 64 channels (with its input's QUANTIZE) at 321 ns; 21
-            # of them in a row took 184 ns each.
+            # of them in a row took 184 ns each. Tall kernels weigh more than in m_stream.
             stream = True
-            t = int(self.pick({1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}))
+            t = int(self.pick(STREAM_FRAMES))
             kh, kw = int(self.pick({2: 0.1, 3: 0.3, 5: 0.3, 9: 0.2, 13: 0.15, 21: 0.15})), 1
             x = self.new_input((1, kh - 1 + t, 1, self.chan(8, 256)))
         else:
