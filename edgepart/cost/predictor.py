@@ -84,14 +84,23 @@ _IF = opnames.builtin_code("IF")
 _RESHAPE = opnames.builtin_code("RESHAPE")
 
 
-def basis_matrix(features: np.ndarray) -> np.ndarray:
+def basis_matrix(features: np.ndarray, row_tile: int = 1) -> np.ndarray:
     """``[n, len(BASIS)]``: 1; MACs in millions, also with the output channels rounded up to
     tiles of 16 and of 32 (GEMM and depthwise micro-kernels compute whole tiles, so a
     convolution with 2 output channels costs nearly what one with 16 does); MB read, MB
-    written and MB of weights."""
+    written and MB of weights.
+
+    ``row_tile`` > 1 (the rows of a GEMM kernel's tile, :attr:`KernelModel.row_tile`): the MACs
+    of kernels of two rows or more count whole tiles of rows too. A matrix product computes
+    ``row_tile`` rows at a time, so on a host whose tile is 7 rows, 2 to 7 rows take the same
+    time and 8 take twice that (one row has a kernel of its own: its MACs are its own).
+    """
     f = np.asarray(features, dtype=np.float64)
     out = np.empty((len(f), len(BASIS)))
     macs = f[:, _F["macs"]] * 1e-6
+    if row_tile > 1:
+        rows = np.maximum(f[:, _F["rows"]], 1.0)
+        macs = macs * np.where(rows > 1, np.ceil(rows / row_tile) * row_tile / rows, 1.0)
     n = np.maximum(f[:, _F["cout"]], 1.0)
     out[:, 0] = 1.0
     out[:, 1] = macs
@@ -275,9 +284,14 @@ class KernelModel:
     cv: dict[str, float] = field(default_factory=dict)
     n: int = 0
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # rows per tile of a GEMM kernel type on the calibrated host (basis_matrix); 1: not a GEMM
+    # or not measured (files without it)
+    row_tile: int = 1
 
     def base(self, features: np.ndarray) -> np.ndarray:
-        out: np.ndarray = np.maximum(basis_matrix(features) @ self.coef, self.floor_s)
+        out: np.ndarray = np.maximum(
+            basis_matrix(features, self.row_tile) @ self.coef, self.floor_s
+        )
         return out
 
     def predict(self, features: np.ndarray) -> np.ndarray:
@@ -300,6 +314,8 @@ class KernelModel:
         }
         if self.trees is not None:
             d["trees"] = self.trees.to_json()
+        if self.row_tile > 1:
+            d["row_tile"] = int(self.row_tile)
         return d
 
     @staticmethod
@@ -315,6 +331,9 @@ class KernelModel:
         trees = None
         if "trees" in d:
             trees = TreeEnsemble.from_json(d["trees"], f"{where}.trees")
+        row_tile = d.get("row_tile", 1)
+        if not isinstance(row_tile, int) or isinstance(row_tile, bool) or not 1 <= row_tile <= 64:
+            raise PredictorError(f"{where}.row_tile: need an integer from 1 to 64")
         return KernelModel(
             t,
             coef,
@@ -323,6 +342,7 @@ class KernelModel:
             {str(k): float(v) for k, v in dict(d.get("cv", {})).items()},
             int(d.get("n", 0)),
             {str(k): (float(v[0]), float(v[1])) for k, v in dict(d.get("ranges", {})).items()},
+            row_tile,
         )
 
 

@@ -65,6 +65,7 @@ from edgepart.cost.predictor import (
     basis_matrix,
     tree_matrix,
 )
+from edgepart.cost.xnn_tasks import gemm_type
 from edgepart.errors import PredictorError, UsageError
 
 __all__ = [
@@ -106,6 +107,8 @@ class ChainData:
     # row their prediction and its tree factor, ``[R, 2]``
     ref_models: dict[str, KernelModel] | None = None
     ref: np.ndarray | None = None
+    # per GEMM type, the rows of its tile on the host (basis_matrix); others count rows singly
+    row_tiles: dict[str, int] = field(default_factory=dict)
 
     @property
     def y(self) -> np.ndarray:
@@ -137,6 +140,7 @@ class ChainData:
             self.offset[keep],
             self.ref_models,
             None if self.ref is None else self.ref[rows],
+            self.row_tiles,
         )
 
 
@@ -147,6 +151,7 @@ def chain_data(
     external: Callable[[str, np.ndarray], np.ndarray | None] | None = None,
     min_rows: int = MIN_ROWS,
     reference: Callable[[str], KernelModel | None] | None = None,
+    row_tile: int = 1,
 ) -> ChainData:
     """Arrays from ``(kernels, measured total, fixed cost, homogeneous class)`` per chain.
 
@@ -156,7 +161,9 @@ def chain_data(
     kernel to this fit. Types with fewer than ``min_rows`` kernels join their plain class
     (``xnn.copy_q8`` -> ``xnn.copy``) when that class has enough. ``reference(type)`` may give
     the model another configuration has for a type (the same executor on one thread): the
-    fit then scales it (module docstring), if every type has one.
+    fit then scales it (module docstring), if every type has one. ``row_tile``: the rows of
+    the host's GEMM tile, by which XNNPACK matrix products count their MACs
+    (:func:`edgepart.cost.xnn_tasks.gemm_type`, :func:`edgepart.cost.predictor.basis_matrix`).
     """
     counts: dict[str, int] = {}
     for k, _, _, _ in items:
@@ -210,6 +217,8 @@ def chain_data(
         homo,
         np.asarray(off, np.float64),
     )
+    if row_tile > 1:
+        d.row_tiles = {t: row_tile for t in types if gemm_type(t)}
     if reference is not None and types:
         refs = {t: reference(t) for t in types}
         if all(m is not None for m in refs.values()):
@@ -232,7 +241,13 @@ def _columns(d: ChainData) -> np.ndarray:
     a reference, its tree factor and its prediction (module docstring)."""
     if d.ref is not None:
         return d.ref
-    return basis_matrix(d.x)
+    out = basis_matrix(d.x)
+    for ti, name in enumerate(d.types):
+        tile = d.row_tiles.get(name, 1)
+        if tile > 1:
+            rows = d.t == ti
+            out[rows] = basis_matrix(d.x[rows], tile)
+    return out
 
 
 def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -523,6 +538,7 @@ class _Fit:
     trees: dict[int, _Trees]
     family: str
     ref_models: dict[str, KernelModel] | None = None
+    row_tiles: dict[str, int] = field(default_factory=dict)
 
     def kernel_models(self, d: ChainData | None = None) -> dict[str, KernelModel]:
         out = {}
@@ -532,7 +548,8 @@ class _Fit:
             ens = tr.export(combine) if tr is not None and tr.trees else None
             ref = self.ref_models.get(name) if self.ref_models is not None else None
             if ref is None:
-                km = KernelModel(name, self.coef[t].copy(), ens)
+                km = KernelModel(name, self.coef[t].copy(), ens,
+                                 row_tile=self.row_tiles.get(name, 1))  # fmt: skip
             else:
                 # c * f + s * p, with p = base * f the reference's prediction and f its tree
                 # factor: the reference's model with its base scaled by s plus c, and its
@@ -541,7 +558,8 @@ class _Fit:
                 coef = ref.coef * scale
                 coef[0] += fixed
                 floor = max(ref.floor_s * scale, 1e-12)
-                km = KernelModel(name, coef, TreeEnsemble.added(ref.trees, ens), floor)
+                km = KernelModel(name, coef, TreeEnsemble.added(ref.trees, ens), floor,
+                                 row_tile=ref.row_tile)  # fmt: skip
             if d is not None:
                 rows = d.x[d.t == t]
                 km.n = len(rows)
@@ -560,7 +578,7 @@ def _fit_once(d: ChainData, family: str, seed: int, bags: int = BAGS) -> _Fit:
         trees = fit_gbt(d, coef, seed=seed, bags=bags)
     elif family == "rf":
         trees = fit_rf(d, coef, seed=seed)
-    return _Fit(list(d.types), coef, trees, family, d.ref_models)
+    return _Fit(list(d.types), coef, trees, family, d.ref_models, d.row_tiles)
 
 
 def _predict_rows(fit: _Fit, d: ChainData) -> np.ndarray:

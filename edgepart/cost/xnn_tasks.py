@@ -46,7 +46,7 @@ import numpy as np
 
 from edgepart.cost.kernels import FEATURES
 
-__all__ = ["EW_TILE_BYTES", "LUT_TILE_BYTES", "one_task", "one_task_of"]
+__all__ = ["EW_TILE_BYTES", "LUT_TILE_BYTES", "gemm_type", "one_task", "one_task_of"]
 
 EW_TILE_BYTES = 16 * 1024  # element-wise ops: bytes per task (XNNPACK's get_tile_size)
 LUT_TILE_BYTES = 1024  # 8-bit lookup-table ops with more than one thread
@@ -61,6 +61,14 @@ def _dwconv_channel_tile(taps: np.ndarray, elem: float) -> np.ndarray:
     per_channel = primary * 2 * elem + 8 + elem  # input and weight taps, bias + scale, output
     out: np.ndarray = np.floor(DWCONV_CACHE_BYTES / per_channel)
     return out
+
+
+def gemm_type(typ: str) -> bool:
+    """Whether kernels of ``typ`` are XNNPACK matrix products computed in tiles of rows:
+    convolutions and fully connected layers, any data type
+    (:mod:`edgepart.profiling.gemm_tiles`)."""
+    prefix, _, cls = typ.partition(".")
+    return prefix == "xnn" and "@" not in cls and cls.split("_")[0] in ("conv", "fc")
 
 
 def one_task(types: Sequence[str], features: np.ndarray) -> np.ndarray:

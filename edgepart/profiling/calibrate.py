@@ -58,6 +58,7 @@ from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.profiling._session import host_description
+from edgepart.profiling.gemm_tiles import measure_row_tile
 from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 from edgepart.profiling.timing import (
     LOOP_TRIPS,
@@ -628,6 +629,12 @@ def measure(
     end = deadline if deadline is not None else t_start + cfg.budget_s
     rng = np.random.default_rng([cfg.seed, 7])
     meas = Measurements(host=host_info(), configs=list(cfg.configs), fixed={}, seed=cfg.seed)
+    if any(ex == "xnnpack" for ex, _ in cfg.configs):
+        # the rows of XNNPACK's GEMM tile here: the fit counts GEMM kernels' MACs in whole
+        # tiles of rows (edgepart.profiling.gemm_tiles); under a second
+        tile, times = measure_row_tile()
+        meas.host["gemm_row_tile"] = tile
+        meas.host["gemm_row_tile_s"] = {str(r): float(v) for r, v in sorted(times.items())}
     meas.budget_s = cfg.budget_s
     # fixed costs: a first moment of FIXED_START_ROUNDS rounds, then one every FIXED_EVERY
     # batches, beside the chains; each kind's statistics are the median over the moments

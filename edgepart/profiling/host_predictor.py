@@ -129,7 +129,10 @@ def fit_host_predictor(
             def reference(typ: str, ref_cp: ConfigPredictor = ref_cp) -> KernelModel | None:
                 return ref_cp.model_for(typ)[0]
 
-        d = chain_data(items, external=external, reference=reference)
+        # XNNPACK's matrix products count MACs in whole tiles of rows (gemm_tiles); 1 for
+        # measurements taken before the probe existed
+        tile = int(meas.host.get("gemm_row_tile", 1)) if ex == "xnnpack" else 1
+        d = chain_data(items, external=external, reference=reference, row_tile=tile)
         models, rep = fit_config(
             name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress
         )
@@ -240,7 +243,7 @@ def after_qd8_models(
     for t, m in sorted(plain.items()):
         out[t] = KernelModel(
             t, m.coef * factor, m.trees, m.floor_s * factor, cv=dict(cv), n=counts[t],
-            ranges=dict(m.ranges),
+            ranges=dict(m.ranges), row_tile=m.row_tile,
         )  # fmt: skip
     return out
 

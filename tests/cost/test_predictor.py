@@ -277,6 +277,67 @@ def test_basis_rounds_output_channels_up_to_tiles():
     assert b[:, 3].tolist() == pytest.approx([16.0, 2.0, 64 / 40])
 
 
+def _gemm(macs: float, rows: float, cout: float = 32.0) -> np.ndarray:
+    f = feat(macs, cout=cout)
+    f[F["rows"]] = rows
+    return f
+
+
+def test_a_row_tile_counts_gemm_macs_in_whole_tiles_of_rows():
+    rows = [1, 2, 7, 8, 14, 15]
+    x = np.vstack([_gemm(1e6 * r, r) for r in rows])  # a million MACs per row
+    assert basis_matrix(x)[:, 1].tolist() == pytest.approx(rows)
+    # tiles of 7 rows: 1 row is its own kernel; 2 to 7 rows cost 7; 8 to 14 cost 14
+    assert basis_matrix(x, 7)[:, 1].tolist() == pytest.approx([1, 7, 7, 14, 14, 21])
+    assert basis_matrix(x, 7)[:, 3].tolist() == pytest.approx([1, 7, 7, 14, 14, 21])
+    assert basis_matrix(x, 7)[:, 4:].tolist() == basis_matrix(x)[:, 4:].tolist()
+
+
+def test_a_kernel_models_row_tile_round_trips_and_old_files_have_none():
+    coef = np.zeros(len(BASIS))
+    coef[1] = 1e-5
+    km = KernelModel("xnn.fc", coef, row_tile=7)
+    back = KernelModel.from_json("xnn.fc", json.loads(json.dumps(km.to_json())), "t")
+    assert back.row_tile == 7
+    x = np.vstack([_gemm(1e6 * r, r) for r in (2, 7, 8)])
+    assert back.predict(x).tolist() == pytest.approx([7e-5, 7e-5, 14e-5])
+    old = km.to_json()
+    del old["row_tile"]
+    assert KernelModel.from_json("xnn.fc", old, "t").row_tile == 1
+    assert "row_tile" not in KernelModel("xnn.fc", coef).to_json()
+    for bad in (0, 2.5, True, "7"):
+        with pytest.raises(PredictorError, match="row_tile"):
+            KernelModel.from_json("xnn.fc", {**old, "row_tile": bad}, "t")
+
+
+def test_fits_given_the_hosts_row_tile_price_gemm_rows_in_steps():
+    """XNNPACK's GEMM computes whole tiles of rows (7 on AVX-512): the linear fit, given the
+    tile, recovers the steps from chain sums; counting rows singly it cannot."""
+    rng = np.random.default_rng(5)
+
+    def truth(t: str, f: np.ndarray) -> float:
+        r = f[F["rows"]]
+        tiles = 1.0 / 3.0 if r == 1 else np.ceil(r / 7)  # one row: a kernel of its own
+        return 2e-7 + 1e-11 * f[F["macs"]] / r * 7 * tiles if t == "xnn.fc" else 1e-7
+
+    items = []
+    for _ in range(300):
+        types, feats = [], []
+        for _ in range(int(rng.integers(1, 4))):
+            r = float(rng.integers(1, 22))
+            types.append("xnn.fc")
+            feats.append(_gemm(r * float(rng.uniform(1e4, 1e6)), r))
+        total = 1e-6 + sum(truth(t, f) for t, f in zip(types, feats, strict=True))
+        items.append((kernels(types, np.vstack(feats)), total, 1e-6, "fc"))
+    x = np.vstack([_gemm(r * 5e5, r) for r in (2, 5, 7, 8, 14)])
+    want = np.array([truth("xnn.fc", f) for f in x])
+    tiled, _ = fit_config("xnnpack_1t", chain_data(items, row_tile=7), family="linear")
+    plain, _ = fit_config("xnnpack_1t", chain_data(items), family="linear")
+    assert tiled["xnn.fc"].row_tile == 7 and plain["xnn.fc"].row_tile == 1
+    assert tiled["xnn.fc"].predict(x) == pytest.approx(want, rel=0.02)
+    assert np.max(np.abs(plain["xnn.fc"].predict(x) / want - 1)) > 0.2
+
+
 def test_tree_inputs_add_the_channels_in_the_last_tile():
     from edgepart.cost.predictor import DERIVED, TREE_INPUTS, tree_matrix
 

@@ -74,6 +74,9 @@ def test_measurements_round_trip(small_measurements):
     assert back.fixed["xnnpack_1t"]["invoke"]["p10_s"] > 0
     assert "delegate_node" in back.fixed["xnnpack_1t"]
     assert meas.host["clocks"]["xnnpack_1t"] == "thread cpu time"
+    # the GEMM row tile is measured and kept with the measurements (gemm_tiles)
+    assert back.host["gemm_row_tile"] == meas.host["gemm_row_tile"] >= 1
+    assert len(back.host["gemm_row_tile_s"]) == 16
 
 
 def test_fixed_costs_are_the_median_of_moments_across_the_run(small_measurements):

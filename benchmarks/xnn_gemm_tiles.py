@@ -1,0 +1,135 @@
+"""The tiles XNNPACK's matrix products run in on this host: output channels per task, rows per tile.
+
+A fully connected layer is XNNPACK's GEMM: it computes whole tiles of ``mr`` rows by ``nr``
+output channels (``xnn_gemm_best_tile_size``; both set per instruction set by its GEMM
+configs), and with several threads it hands pthreadpool one task per tile. Two things follow
+that a latency model must know, both measured here with ai-edge-litert:
+
+1. **Output channels per task (``nr``).** One row of at most ``nr`` outputs is one task: on
+   two threads it costs what it costs on one (the pool is never woken). Beyond ``nr`` it is
+   several tasks and pays for waking the pool. Timed: a model of 21 one-row layers of 64
+   inputs against one of a single layer, one and two threads (the difference over 20 is the
+   time per layer; layers this small take less than waking the pool, so a split shows).
+   :func:`edgepart.cost.xnn_tasks.one_task` claims one task only up to the width every
+   instruction set has (8 float / 4 8-bit outputs); the table shows how far the real tile of
+   this host goes beyond that.
+2. **Rows per tile (``mr``).** A layer of ``m`` rows takes about ``ceil(m / mr)`` times what
+   one tile takes: 2 rows cost what ``mr`` rows do (a single row runs a kernel of its own).
+   Timed: one layer, ``K`` inputs to ``N`` outputs, for ``m`` of 1 to 29 rows, one thread.
+
+Each family (float, 8-bit) prints its table and the widths it implies. The timings interleave
+all models of a table in the same rounds (:func:`edgepart.profiling.whole.measure_models`,
+p10; one thread on the CPU clock).
+
+Usage::
+
+    python benchmarks/xnn_gemm_tiles.py [--k 512] [--n 256] [--rounds 7] [--predictor P]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from edgepart.profiling import kernel_gen as kg
+from edgepart.profiling.gemm_tiles import row_tile_from_times
+from edgepart.profiling.whole import measure_models
+from edgepart.tflite.writer import write_model
+
+FAMILIES = {"float": "f32", "8-bit": "q8"}
+
+
+class _FcChain(kg._Chain):
+    """The calibration's chain builder (quantized weights, biases and inputs as it draws them)
+    with its fully connected layer at a fixed shape."""
+
+    shape: tuple[int, int, int] = (1, 1, 1)  # rows, inputs, outputs
+
+    def k_fc(self) -> None:
+        rows, k, n = self.shape
+        x = self.new_input((rows, k), dtype=kg.I8 if self.q8 else kg.F32)
+        w = self.weights((n, k), k)
+        b = self.bias(n, x)
+        y = self.tensor((rows, n), like=x)
+        self.op("FULLY_CONNECTED", [x.idx, w, b], [y],
+                options={"fused_activation_function": "NONE"})  # fmt: skip
+        self.set(y)
+
+
+def fc_model(family: str, rows: int, k: int, n: int, layers: int) -> bytes:
+    """``layers`` fully connected layers of ``rows`` x ``k`` -> ``n``, each with its own input
+    (as the calibration's homogeneous chains have them)."""
+    spec = kg.ChainSpec(seed=1, family=FAMILIES[family], length=layers, homogeneous="fc",
+                        small=True)  # fmt: skip
+    chain = _FcChain(spec)
+    chain.shape = (rows, k, n)
+    return write_model(chain.build())
+
+
+def p10(timings: list, name: str) -> float:
+    t = next(t for t in timings if t.name == name)
+    v = t.value("p10", "auto")
+    if v is None:
+        raise SystemExit(f"xnn_gemm_tiles: {name}: {t.error or 'no samples'}")
+    return float(v)
+
+
+def task_width(family: str, k: int, rounds: int) -> None:
+    widths = [4, 8, 16, 32, 48, 64]
+    models = {}
+    for c in widths:
+        for layers in (1, 21):
+            models[f"{c}x{layers}"] = (fc_model(family, 1, k, c, layers), None)
+    cfgs = [("1t", "xnnpack", 1), ("2t", "xnnpack", 2)]
+    got = measure_models(models, cfgs, rounds=rounds)
+    print(f"\n{family}: one row, {k} inputs; time per layer (21 layers against 1)")
+    print(f"   {'outputs':>7} {'1 thread':>10} {'2 threads':>10} {'2t / 1t':>8}")
+    one, split = 0, False
+    for c in widths:
+        per = {}
+        for cfg in ("1t", "2t"):
+            sub = [t for t in got if t.config == cfg]
+            per[cfg] = (p10(sub, f"{c}x21") - p10(sub, f"{c}x1")) / 20
+        ratio = per["2t"] / per["1t"]
+        split = split or ratio >= 1.3
+        one = one if split else c
+        print(f"   {c:>7} {per['1t'] * 1e9:>7.0f} ns {per['2t'] * 1e9:>7.0f} ns {ratio:>8.2f}")
+    print(f"   one task up to {one} outputs (2t / 1t below 1.3; rule claims "
+          f"{'4' if family == '8-bit' else '8'})")  # fmt: skip
+
+
+def row_tile(family: str, k: int, n: int, rounds: int, predictor: str | None = None) -> None:
+    rows = [*range(1, 17), 21, 22, 28, 29]
+    models = {f"{m:02d}": (fc_model(family, m, k, n, 1), None) for m in rows}
+    got = measure_models(models, [("1t", "xnnpack", 1)], rounds=rounds)
+    t = {m: p10(got, f"{m:02d}") for m in rows}
+    print(f"\n{family}: {k} inputs -> {n} outputs, one thread, by rows")
+    print("   measured   " + "  ".join(f"{m}: {t[m] * 1e6:.1f}" for m in rows) + "  (us)")
+    if predictor is not None:
+        from edgepart.cost.kernels import decompose
+        from edgepart.cost.predictor import load_predictor
+        from edgepart.tflite.reader import read_model_bytes
+
+        cp = load_predictor(predictor).configs["xnnpack_1t"]
+        pred = {m: cp.model_seconds(decompose(read_model_bytes(c), "xnnpack")).seconds
+                for m, (c, _) in zip(rows, models.values(), strict=True)}  # fmt: skip
+        print("   predicted  " + "  ".join(f"{m}: {pred[m] * 1e6:.1f}" for m in rows) + "  (us)")
+    # the tile as calibrate --host finds it (float, 1 to 16 rows: edgepart.profiling.gemm_tiles)
+    tile = row_tile_from_times(t)
+    print(f"   rows per tile: {tile}" if tile > 1 else "   no clean step in 1..16 rows")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--k", type=int, default=512, help="inputs of each layer")
+    ap.add_argument("--n", type=int, default=256, help="outputs (rows-per-tile table)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--predictor", help="also print what this predictor file says (1 thread)")
+    args = ap.parse_args()
+    print("XNNPACK (ai-edge-litert) on this host; p10 of interleaved rounds")
+    for family in FAMILIES:
+        task_width(family, 64, args.rounds)
+        row_tile(family, args.k, args.n, args.rounds, args.predictor)
+
+
+if __name__ == "__main__":
+    main()
