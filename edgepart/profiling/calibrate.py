@@ -277,6 +277,12 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
             f"{p}: measured with another kernel feature set; measure again with this edgepart"
         )
     _check_batches(p, header.get("batches"))
+    tile = header.get("host", {}).get("gemm_row_tile", 1)
+    if not isinstance(tile, int) or isinstance(tile, bool) or not 1 <= tile <= 64:
+        raise PredictorError(
+            f"{p}: host.gemm_row_tile is {tile!r}; need an integer from 1 to 64 (the rows of "
+            "XNNPACK's GEMM tile that `calibrate --host` measured); measure again"
+        )
     types = header["types"]
     execs = header["executors"]
     m = Measurements(

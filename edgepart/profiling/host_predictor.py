@@ -131,7 +131,7 @@ def fit_host_predictor(
 
         # XNNPACK's matrix products count MACs in whole tiles of rows (gemm_tiles); 1 for
         # measurements taken before the probe existed
-        tile = int(meas.host.get("gemm_row_tile", 1)) if ex == "xnnpack" else 1
+        tile = meas.host.get("gemm_row_tile", 1) if ex == "xnnpack" else 1
         d = chain_data(items, external=external, reference=reference, row_tile=tile)
         models, rep = fit_config(
             name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress

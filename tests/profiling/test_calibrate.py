@@ -270,6 +270,22 @@ def test_a_bad_batch_record_is_named_and_nothing_is_written(small_measurements, 
     assert err.count("\n") == 1 and not out.exists()
 
 
+@pytest.mark.parametrize("tile", [0, 2.5, "7", True])
+def test_a_bad_gemm_row_tile_is_named_and_nothing_is_written(small_measurements, tmp_path,
+                                                             capsys, tile):  # fmt: skip
+    import copy
+
+    meas = copy.deepcopy(small_measurements[0])
+    meas.host["gemm_row_tile"] = tile
+    path = tmp_path / "m.npz"
+    meas.save(path)
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--host", "--fit-only", str(path), "--predictor-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"host.gemm_row_tile is {tile!r}; need an integer from 1 to 64" in err
+    assert err.count("\n") == 1 and not out.exists()
+
+
 def test_report_json(small_measurements, tmp_path, capsys):
     _, path = small_measurements
     out = tmp_path / "p.json"
