@@ -61,6 +61,7 @@ __all__ = [
     "PredictorError",
     "TreeEnsemble",
     "basis_matrix",
+    "is_row_tile",
     "load_predictor",
     "runs_builtin",
     "tree_matrix",
@@ -82,6 +83,12 @@ TREE_INPUTS = FEATURES + DERIVED
 _WHILE = opnames.builtin_code("WHILE")
 _IF = opnames.builtin_code("IF")
 _RESHAPE = opnames.builtin_code("RESHAPE")
+
+
+def is_row_tile(value: object) -> bool:
+    """Whether ``value`` can be the rows of a GEMM tile (:func:`basis_matrix`): an integer from
+    1 to 64 (files store it as JSON)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 64
 
 
 def basis_matrix(features: np.ndarray, row_tile: int = 1) -> np.ndarray:
@@ -332,7 +339,7 @@ class KernelModel:
         if "trees" in d:
             trees = TreeEnsemble.from_json(d["trees"], f"{where}.trees")
         row_tile = d.get("row_tile", 1)
-        if not isinstance(row_tile, int) or isinstance(row_tile, bool) or not 1 <= row_tile <= 64:
+        if not is_row_tile(row_tile):
             raise PredictorError(f"{where}.row_tile: need an integer from 1 to 64")
         return KernelModel(
             t,

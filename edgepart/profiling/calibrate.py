@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.cost.kernels import FEATURES, Kernels, decompose
+from edgepart.cost.predictor import is_row_tile
 from edgepart.cost.stats import (
     Stats,
     fit_intercept,
@@ -278,7 +279,7 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
         )
     _check_batches(p, header.get("batches"))
     tile = header.get("host", {}).get("gemm_row_tile", 1)
-    if not isinstance(tile, int) or isinstance(tile, bool) or not 1 <= tile <= 64:
+    if not is_row_tile(tile):
         raise PredictorError(
             f"{p}: host.gemm_row_tile is {tile!r}; need an integer from 1 to 64 (the rows of "
             "XNNPACK's GEMM tile that `calibrate --host` measured); measure again"

@@ -17,14 +17,13 @@ counts a GEMM kernel's MACs in whole tiles of rows
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Mapping
 
 import numpy as np
 
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
-from edgepart.profiling.timing import make_interpreter
+from edgepart.profiling.timing import TimingConfig, prepare, run_rounds
 from edgepart.tflite.writer import write_model
 
 __all__ = ["PROBE_ROWS", "measure_row_tile", "row_tile_from_times"]
@@ -67,20 +66,10 @@ def row_tile_from_times(times: Mapping[int, float]) -> int:
 
 def measure_row_tile(rounds: int = 7, sample_s: float = 2e-3) -> tuple[int, dict[int, float]]:
     """Rows per GEMM tile of XNNPACK on one thread here, and the times it was found from
-    (best of ``rounds`` interleaved samples of about ``sample_s`` each, thread CPU time)."""
-    its = {r: make_interpreter(_fc_model(r), "xnnpack", 1) for r in PROBE_ROWS}
-    batch: dict[int, int] = {}
-    for r, it in its.items():
-        it.invoke()
-        t0 = time.thread_time_ns()
-        it.invoke()
-        batch[r] = max(1, int(sample_s / max((time.thread_time_ns() - t0) * 1e-9, 1e-7)))
-    best = {r: float("inf") for r in PROBE_ROWS}
-    for _ in range(rounds):
-        for r, it in its.items():
-            it.invoke()
-            t0 = time.thread_time_ns()
-            for _ in range(batch[r]):
-                it.invoke()
-            best[r] = min(best[r], (time.thread_time_ns() - t0) * 1e-9 / batch[r])
+    (the best of ``rounds`` interleaved samples of about ``sample_s`` each, on the thread's CPU
+    time: :mod:`edgepart.profiling.timing`)."""
+    cfg = TimingConfig(batch_s=sample_s, min_repeats=rounds, max_repeats=rounds)
+    timers = {r: prepare(_fc_model(r), "xnnpack", 1, cfg) for r in PROBE_ROWS}
+    run_rounds(list(timers.values()))
+    best = {r: t.stats().min_s for r, t in timers.items()}
     return row_tile_from_times(best), best
