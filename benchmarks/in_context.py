@@ -75,6 +75,14 @@ def prefix_models(
 
 
 def main() -> int:
+    try:
+        return _main()
+    except EdgepartError as err:  # a broken model or predictor file: one line, no traceback
+        print(f"in_context: {err}", file=sys.stderr)
+        return 2
+
+
+def _main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", help=".tflite file, or a corpus / real-model corpus name")
     ap.add_argument("--predictor", required=True, help="a predictor file (edgepart calibrate)")

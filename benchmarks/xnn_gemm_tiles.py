@@ -29,10 +29,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import sys
 
+from edgepart.cost.kernels import decompose
+from edgepart.cost.predictor import ConfigPredictor, load_predictor
+from edgepart.errors import EdgepartError
 from edgepart.profiling import kernel_gen as kg
 from edgepart.profiling.gemm_tiles import row_tile_from_times
 from edgepart.profiling.whole import measure_models
+from edgepart.tflite.reader import read_model_bytes
 from edgepart.tflite.writer import write_model
 
 FAMILIES = {"float": "f32", "8-bit": "q8"}
@@ -97,19 +102,14 @@ def task_width(family: str, k: int, rounds: int) -> None:
           f"{'4' if family == '8-bit' else '8'})")  # fmt: skip
 
 
-def row_tile(family: str, k: int, n: int, rounds: int, predictor: str | None = None) -> None:
+def row_tile(family: str, k: int, n: int, rounds: int, cp: ConfigPredictor | None = None) -> None:
     rows = [*range(1, 17), 21, 22, 28, 29]
     models = {f"{m:02d}": (fc_model(family, m, k, n, 1), None) for m in rows}
     got = measure_models(models, [("1t", "xnnpack", 1)], rounds=rounds)
     t = {m: p10(got, f"{m:02d}") for m in rows}
     print(f"\n{family}: {k} inputs -> {n} outputs, one thread, by rows")
     print("   measured   " + "  ".join(f"{m}: {t[m] * 1e6:.1f}" for m in rows) + "  (us)")
-    if predictor is not None:
-        from edgepart.cost.kernels import decompose
-        from edgepart.cost.predictor import load_predictor
-        from edgepart.tflite.reader import read_model_bytes
-
-        cp = load_predictor(predictor).configs["xnnpack_1t"]
+    if cp is not None:
         pred = {m: cp.model_seconds(decompose(read_model_bytes(c), "xnnpack")).seconds
                 for m, (c, _) in zip(rows, models.values(), strict=True)}  # fmt: skip
         print("   predicted  " + "  ".join(f"{m}: {pred[m] * 1e6:.1f}" for m in rows) + "  (us)")
@@ -125,10 +125,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--predictor", help="also print what this predictor file says (1 thread)")
     args = ap.parse_args()
+    cp = None
+    if args.predictor is not None:
+        try:
+            cp = load_predictor(args.predictor).configs.get("xnnpack_1t")
+        except EdgepartError as err:  # one line, no traceback
+            cp, problem = None, str(err)
+        else:
+            problem = "" if cp is not None else f"{args.predictor}: no xnnpack_1t configuration"
+        if problem:
+            print(f"xnn_gemm_tiles: {problem}", file=sys.stderr)
+            raise SystemExit(2)
     print("XNNPACK (ai-edge-litert) on this host; p10 of interleaved rounds")
     for family in FAMILIES:
         task_width(family, 64, args.rounds)
-        row_tile(family, args.k, args.n, args.rounds, args.predictor)
+        row_tile(family, args.k, args.n, args.rounds, cp)
 
 
 if __name__ == "__main__":
