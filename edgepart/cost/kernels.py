@@ -24,6 +24,9 @@ costs its producer alone):
   boundary tensors they are a copy;
 - ``DEQUANTIZE``/``DENSIFY`` of constants run once at preparation (weights unpacked).
 
+Builtin kernels: ``DEQUANTIZE``/``DENSIFY`` of constants run once too, except a ``DEQUANTIZE``
+of a ``DENSIFY``'s output, which converts on every invocation (:func:`_dequantized_each_run`).
+
 Every delegate partition costs one delegate node per invocation (:mod:`edgepart.cost.
 delegate_nodes`). Builtin kernels run one op per node. Accelerator delegates (GPU, NNAPI, ...)
 merge element-wise ops with one variable input into the producing convolution or fully
@@ -31,8 +34,10 @@ connected op, as the GPU delegate's graph transformations do; their kernels are 
 class per delegate (:mod:`edgepart.profiling.phone_fit`).
 
 Kernel types are ``<executor prefix>.<class>`` (``xnn.conv``, ``tfl.binary``, ``gpu.dwconv``),
-with ``_q8`` for 8-bit kernels and ``_hy`` for dynamic-range ones (8-bit weights on float
-activations): each runs other code at other speeds. Not so the classes that only move data
+with ``_q8`` for 8-bit kernels, ``_hy`` for dynamic-range ones (8-bit weights on float
+activations) and ``_f16`` for kernels that read float16 (the builtin ``DEQUANTIZE`` of a sparse
+fp16 weight, which runs every invocation: :func:`_dequantized_each_run`): each runs other code
+at other speeds. Not so the classes that only move data
 (:data:`DTYPE_BLIND`): their 8-bit kernels share the float type, the dtype being a feature. A
 builtin kernel that runs after one of XNNPACK's dynamically quantized kernels, in the
 execution plan's order, gets ``@qd8``
@@ -362,10 +367,16 @@ def decompose(
     code_names = [c.name for c in sg.opcodes]
     opc = sg.op_opcode.astype(np.int64)
     names_arr = np.array(code_names, dtype=object)[opc] if n else np.zeros(0, dtype=object)
-    folded = np.asarray(work.folded, dtype=bool)
+    own = np.array(owner, dtype=object)
+    each_run = _dequantized_each_run(sg, names_arr, own)
+    folded = np.asarray(work.folded, dtype=bool) & ~each_run
+    if each_run.any():  # the work rules count folded ops as free: what the conversion moves
+        e = np.flatnonzero(each_run)
+        nbytes = sg.tensor_nbytes
+        base[e, F["in_bytes"]] = [nbytes[sg.op_inputs.row(i)[0]] for i in e.tolist()]
+        base[e, F["out_bytes"]] = [nbytes[sg.op_outputs.row(i)[0]] for i in e.tolist()]
     free = folded | np.isin(names_arr, list(_FREE))
     group = np.arange(n)  # the op whose kernel each op joins
-    own = np.array(owner, dtype=object)
     xnn = own == "xnnpack"
     accel = np.array([o is not None and o != "xnnpack" for o in owner], dtype=bool)
     if xnn.any():
@@ -409,12 +420,13 @@ def decompose(
     # float activations)
     hnames = names_arr[khead] if nk else np.zeros(0, dtype=object)
     howner = own[khead] if nk else np.zeros(0, dtype=object)
-    quant = np.isin(feats[:, F["dtype"]].astype(np.int64), list(_QUANT_DTYPES))
+    kdtype = feats[:, F["dtype"]].astype(np.int64)
+    quant = np.isin(kdtype, list(_QUANT_DTYPES))
     fin = _float_inputs(sg, khead, hnames) if quant.any() else np.zeros(nk, dtype=bool)
+    variant = np.where(kdtype == int(DType.FLOAT16), 3, quant * (1 + fin))
     type_cache: dict[tuple[object, object, int], str] = {}
     types: list[str] = []
-    for nm, ow, q in zip(hnames.tolist(), howner.tolist(), (quant * (1 + fin)).tolist(),
-                         strict=True):  # fmt: skip
+    for nm, ow, q in zip(hnames.tolist(), howner.tolist(), variant.tolist(), strict=True):
         key = (nm, ow, q)
         t = type_cache.get(key)
         if t is None:
@@ -423,7 +435,7 @@ def decompose(
                 cls = "rnn"
             elif nm in _CALLING:
                 cls = "other"
-            suffix = "" if cls in DTYPE_BLIND else ("", "_q8", "_hy")[q]
+            suffix = "" if cls in DTYPE_BLIND else ("", "_q8", "_hy", "_f16")[q]
             t = type_cache[key] = f"{_prefix(ow)}.{cls}{suffix}"
         types.append(t)
     if nk and any(t.startswith("xnn.") and t.endswith("_hy") for t in types):
@@ -463,6 +475,22 @@ def decompose(
         executor=executor,
         op_delegate=owner,
     )
+
+
+def _dequantized_each_run(sg: Subgraph, names: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Per op: a ``DEQUANTIZE`` that LiteRT's builtin kernel runs on every invocation although
+    its value never changes: that of a ``DENSIFY``'s output (a sparse fp16 weight). The kernel
+    keeps its result only when its input is a constant of the model (``IsConstantTensor``,
+    read-only memory); a ``DENSIFY`` writes its dense weight once, into arena memory, so the
+    ``DEQUANTIZE`` after it converts it again each time (2.6 to 3.1 ns per element on this
+    host: the scalar fp16 loop). XNNPACK unpacks both once, so only ops it does not take."""
+    out = np.zeros(len(names), dtype=bool)
+    cand = np.flatnonzero((names == "DEQUANTIZE") & np.equal(owner, None))
+    for i in cand.tolist():
+        ins = sg.op_inputs.row(i)
+        if len(ins) and ins[0] >= 0 and not sg.tensor_is_constant[ins[0]]:
+            out[i] = True
+    return out
 
 
 def _float_inputs(sg: Subgraph, heads: np.ndarray, names: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ from flatbuffers import flexbuffers
 from edgepart.ir.builder import ModelBuilder, SubgraphBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model
-from edgepart.ir.values import Quantization
+from edgepart.ir.values import DimensionMetadata, Quantization, Sparsity
 
 __all__ = [
     "CLASS_WEIGHTS",
@@ -43,8 +43,8 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 15  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
-F32, I8, I32 = DType.FLOAT32, DType.INT8, DType.INT32
+SAMPLER_VERSION = 16  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
+F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
 CLASS_WEIGHTS: dict[str, float] = {
@@ -90,6 +90,9 @@ MAX_CHAIN_MACS = 300e6
 MAX_WEIGHT_BYTES = 24 << 20
 # A streaming layer's new frames per invocation (m_stream, and k_dwconv's streaming draws).
 STREAM_FRAMES = {1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}
+# Share of float 1x1 convolutions whose weights are sparse fp16, as in MediaPipe's sparse
+# models: a DENSIFY then a DEQUANTIZE, which LiteRT's builtin kernels run on every invocation.
+SPARSE_F16_SHARE = 0.12
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,10 @@ class _Blocks:
         _, h, w, cin = x.shape
         kw = k if kw is None else kw
         ho, wo = -(-h // stride), -(-w // stride)
-        wt = self.weights((cout, k, kw, cin), k * kw * cin)
+        if k == kw == 1:
+            wt = self.pointwise_weights((cout, 1, 1, cin), cin)
+        else:
+            wt = self.weights((cout, k, kw, cin), k * kw * cin)
         b = self.bias(cout, x)
         y = self.tensor((1, ho, wo, cout), like=x)
         self.op("CONV_2D", [x.idx, wt, b], [y], options={"padding": "SAME", "stride_h": stride,
@@ -600,6 +606,44 @@ class _Chain(_Blocks):
         self._wscale = scale
         return self.const(wq, Quantization(scale, np.zeros(len(scale), np.int64), qd))
 
+    def sparse_f16_weights(self, shape: tuple[int, ...], fan_in: int) -> int:
+        """Pointwise weights stored as MediaPipe's sparse models store them: float16, the
+        input-channel axis compressed (CSR, 30 to 70% kept), unpacked by a ``DENSIFY`` and a
+        ``DEQUANTIZE``; returns the float32 weight tensor."""
+        std = math.sqrt(2.0 / max(fan_in, 1))
+        rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
+        keep = self.rng.random((rows, cols)) < float(self.rng.uniform(0.3, 0.7))
+        keep[:, 0] |= ~keep.any(axis=1)  # no empty rows
+        values = (self.rng.standard_normal(int(keep.sum())) * std).astype(np.float16)
+        seg = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
+        sparsity = Sparsity(
+            traversal_order=tuple(range(len(shape))),
+            block_map=(),
+            dim_metadata=(
+                *(DimensionMetadata("DENSE", int(d)) for d in shape[:-1]),
+                DimensionMetadata(
+                    "SPARSE_CSR",
+                    0,
+                    array_segments=_index_array(seg),
+                    array_indices=_index_array(np.nonzero(keep)[1]),
+                ),
+            ),
+        )
+        self.wbytes += int(values.nbytes)
+        packed = self.g.constant(self.name("c"), values, sparsity=sparsity, shape=shape)
+        dense = self.tensor(shape, dtype=F16)
+        self.g.op("DENSIFY", [packed], [dense.idx])
+        w = self.tensor(shape, dtype=F32)
+        self.g.op("DEQUANTIZE", [dense.idx], [w.idx])
+        return w.idx
+
+    def pointwise_weights(self, shape: tuple[int, ...], fan_in: int) -> int:
+        """A 1x1 convolution's weights: in float chains sometimes sparse fp16
+        (:data:`SPARSE_F16_SHARE`)."""
+        if not self.q8 and not self.hybrid and self.u() < SPARSE_F16_SHARE:
+            return self.sparse_f16_weights(shape, fan_in)
+        return self.weights(shape, fan_in)
+
     def bias(self, n: int, x: _T) -> int:
         """A zero bias; int8 chains: int32 with scale input scale x weight scale (per channel),
         as LiteRT requires."""
@@ -819,7 +863,10 @@ class _Chain(_Blocks):
             cout = max(1, cout // 2)
         if ho * wo * cout > MAX_ELEMS:
             cout = max(1, MAX_ELEMS // (ho * wo))
-        wt = self.weights((cout, kh, kw, cin), kh * kw * cin)
+        if kh == kw == 1:
+            wt = self.pointwise_weights((cout, 1, 1, cin), cin)
+        else:
+            wt = self.weights((cout, kh, kw, cin), kh * kw * cin)
         b = self.bias(cout, x)
         y = self.tensor((1, ho, wo, cout), like=x)
         self.op(
@@ -1445,6 +1492,12 @@ class _Chain(_Blocks):
             self.op("CAST", [d.idx], [y])
         self.set(y)
         return None
+
+
+def _index_array(a: np.ndarray) -> np.ndarray:
+    """A sparse tensor's index array in the narrowest type TFLite has for it."""
+    top = int(a.max(initial=0))
+    return a.astype(np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.int32)
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -152,6 +152,62 @@ def test_dequantized_and_densified_weights_are_folded():
         assert k.features[0, F["w_bytes"]] > 0 and k.features[0, F["macs"]] == 16 * 16 * 8 * 72
 
 
+def test_the_builtin_dequantize_of_a_densified_weight_runs_each_invocation():
+    # a sparse fp16 weight: DENSIFY (once) then DEQUANTIZE of its output, which LiteRT's
+    # builtin kernel converts again on every invocation (its input is not a read-only
+    # constant); XNNPACK unpacks both once
+    from edgepart.ir.values import DimensionMetadata, Sparsity
+
+    g = G()
+    dense = np.zeros((8, 1, 1, 8), np.float16)
+    dense[:, 0, 0, ::2] = 1.0
+    sp = Sparsity(
+        (0, 1, 2, 3),
+        (),
+        (
+            DimensionMetadata("DENSE", 8),
+            DimensionMetadata("DENSE", 1),
+            DimensionMetadata("DENSE", 1),
+            DimensionMetadata(
+                "SPARSE_CSR",
+                0,
+                np.arange(0, 33, 4, dtype=np.uint8),
+                np.tile(np.arange(0, 8, 2, dtype=np.uint8), 8),
+            ),
+        ),
+    )
+    packed = g.g.constant("w", dense[dense != 0], sparsity=sp, shape=dense.shape)
+    w16 = g.g.tensor("w16", DType.FLOAT16, dense.shape)
+    g.g.op("DENSIFY", [packed], [w16])
+    w = g.t(dense.shape)
+    g.g.op("DEQUANTIZE", [w16], [w])
+    y = g.t(S)
+    g.g.op("CONV_2D", [g.x0, w, g.c(np.zeros(8, np.float32))], [y], options=CONV)
+    m = g.build(y)
+    b = decompose(m, "builtin")
+    assert b.types == ["tfl.unary_f16", "tfl.conv"]
+    assert b.op_kernel.tolist() == [-1, 0, 1]  # DENSIFY is free, DEQUANTIZE is not
+    assert b.features[0, F["dtype"]] == int(DType.FLOAT16)
+    assert b.features[0, F["in_bytes"]] == 64 * 2 and b.features[0, F["out_bytes"]] == 64 * 4
+    x = decompose(m, "xnnpack")
+    assert x.types == ["xnn.conv"] and x.op_kernel.tolist() == [-1, -1, 0]
+    # LiteRT reads the encoding as written: the dense weight it computes is the one above
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from edgepart.tflite.writer import write_model
+
+    it = Interpreter(
+        model_content=bytes(write_model(m)),
+        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        experimental_preserve_all_tensors=True,
+    )
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], np.ones(S, np.float32))
+    it.invoke()
+    assert np.array_equal(it.get_tensor(w), dense.astype(np.float32))
+    assert np.allclose(it.get_tensor(y), 4.0)
+
+
 def test_conv_features():
     g = G((1, 32, 32, 8))
     y = g.conv(g.x0, (1, 32, 32, 8), 24, k=3, stride_h=2, stride_w=2)

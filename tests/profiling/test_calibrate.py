@@ -42,6 +42,45 @@ def test_chains_are_deterministic_and_run_in_litert():
                 assert (nodes == 0) == all(o is None for o in owner)
 
 
+def test_sparse_fp16_pointwise_weights_unpack_in_litert_to_what_was_drawn():
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from edgepart.cost.kernels import decompose
+
+    seen = 0
+    for seed in range(60):
+        m = build_chain(ChainSpec(seed=seed, homogeneous="conv", length=3))
+        sg = m.main
+        names = [sg.opcodes[c].name for c in sg.op_opcode]
+        if "DENSIFY" not in names:
+            continue
+        seen += 1
+        it = Interpreter(
+            model_content=bytes(write_model(m)),
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+            experimental_preserve_all_tensors=True,
+        )
+        it.allocate_tensors()
+        it.invoke()
+        for i, name in enumerate(names):
+            if name != "DENSIFY":
+                continue
+            packed = sg.tensor(int(sg.op_inputs.row(i)[0]))
+            assert packed.sparsity is not None and packed.data is not None
+            values = np.frombuffer(packed.data.tobytes(), np.float16)
+            csr = packed.sparsity.dim_metadata[-1]
+            seg, idx = csr.array_segments, csr.array_indices
+            shape = packed.shape
+            dense = np.zeros((int(np.prod(shape[:-1])), shape[-1]), np.float16)
+            for r in range(dense.shape[0]):
+                dense[r, idx[seg[r] : seg[r + 1]]] = values[seg[r] : seg[r + 1]]
+            out = int(sg.op_outputs.row(i)[0])
+            assert np.array_equal(it.get_tensor(out).reshape(dense.shape), dense)
+        types = decompose(m, "builtin").types
+        assert types.count("tfl.unary_f16") == names.count("DENSIFY")
+    assert seen >= 2
+
+
 def test_every_value_nobody_reads_is_an_output():
     m = build_chain(ChainSpec(seed=11, length=8))
     sg = m.main
