@@ -485,7 +485,8 @@ def _dequantized_each_run(sg: Subgraph, names: np.ndarray, owner: np.ndarray) ->
     ``DEQUANTIZE`` after it converts it again each time (2.6 to 3.1 ns per element on this
     host: the scalar fp16 loop). XNNPACK unpacks both once, so only ops it does not take."""
     out = np.zeros(len(names), dtype=bool)
-    cand = np.flatnonzero((names == "DEQUANTIZE") & np.equal(owner, None))
+    unclaimed = np.array([o is None for o in owner.tolist()], dtype=bool)
+    cand = np.flatnonzero((names == "DEQUANTIZE") & unclaimed)
     for i in cand.tolist():
         ins = sg.op_inputs.row(i)
         if len(ins) and ins[0] >= 0 and not sg.tensor_is_constant[ins[0]]:
