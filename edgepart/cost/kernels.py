@@ -368,8 +368,9 @@ def decompose(
     opc = sg.op_opcode.astype(np.int64)
     names_arr = np.array(code_names, dtype=object)[opc] if n else np.zeros(0, dtype=object)
     own = np.array(owner, dtype=object)
-    each_run = _dequantized_each_run(sg, names_arr, own)
-    folded = np.asarray(work.folded, dtype=bool) & ~each_run
+    folded = np.asarray(work.folded, dtype=bool)
+    each_run = folded & _dequantized_each_run(sg, names_arr, own)
+    folded &= ~each_run
     if each_run.any():  # the work rules count folded ops as free: what the conversion moves
         e = np.flatnonzero(each_run)
         nbytes = sg.tensor_nbytes
