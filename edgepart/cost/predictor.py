@@ -91,23 +91,26 @@ def is_row_tile(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 64
 
 
-def basis_matrix(features: np.ndarray, row_tile: int = 1) -> np.ndarray:
+def basis_matrix(features: np.ndarray, row_tile: int | np.ndarray = 1) -> np.ndarray:
     """``[n, len(BASIS)]``: 1; MACs in millions, also with the output channels rounded up to
     tiles of 16 and of 32 (GEMM and depthwise micro-kernels compute whole tiles, so a
     convolution with 2 output channels costs nearly what one with 16 does); MB read, MB
     written and MB of weights.
 
-    ``row_tile`` > 1 (the rows of a GEMM kernel's tile, :attr:`KernelModel.row_tile`): the MACs
-    of kernels of two rows or more count whole tiles of rows too. A matrix product computes
+    ``row_tile`` > 1 (the rows of a GEMM kernel's tile, :attr:`KernelModel.row_tile`; one value,
+    or one per row of ``features``): the MACs of kernels of two rows or more count whole tiles
+    of rows too. A matrix product computes
     ``row_tile`` rows at a time, so on a host whose tile is 7 rows, 2 to 7 rows take the same
     time and 8 take twice that (one row has a kernel of its own: its MACs are its own).
     """
     f = np.asarray(features, dtype=np.float64)
     out = np.empty((len(f), len(BASIS)))
     macs = f[:, _F["macs"]] * 1e-6
-    if row_tile > 1:
+    tile = np.asarray(row_tile, dtype=np.float64)
+    if np.any(tile > 1):
         rows = np.maximum(f[:, _F["rows"]], 1.0)
-        macs = macs * np.where(rows > 1, np.ceil(rows / row_tile) * row_tile / rows, 1.0)
+        tiled = (rows > 1) & (tile > 1)
+        macs = macs * np.where(tiled, np.ceil(rows / tile) * tile / rows, 1.0)
     n = np.maximum(f[:, _F["cout"]], 1.0)
     out[:, 0] = 1.0
     out[:, 1] = macs

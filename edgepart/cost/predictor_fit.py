@@ -241,13 +241,10 @@ def _columns(d: ChainData) -> np.ndarray:
     a reference, its tree factor and its prediction (module docstring)."""
     if d.ref is not None:
         return d.ref
-    out = basis_matrix(d.x)
-    for ti, name in enumerate(d.types):
-        tile = d.row_tiles.get(name, 1)
-        if tile > 1:
-            rows = d.t == ti
-            out[rows] = basis_matrix(d.x[rows], tile)
-    return out
+    if not d.row_tiles:
+        return basis_matrix(d.x)
+    tiles = np.array([d.row_tiles.get(name, 1) for name in d.types], dtype=np.int64)
+    return basis_matrix(d.x, tiles[d.t])
 
 
 def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:

@@ -245,10 +245,7 @@ class _Blocks:
         _, h, w, cin = x.shape
         kw = k if kw is None else kw
         ho, wo = -(-h // stride), -(-w // stride)
-        if k == kw == 1:
-            wt = self.pointwise_weights((cout, 1, 1, cin), cin)
-        else:
-            wt = self.weights((cout, k, kw, cin), k * kw * cin)
+        wt = self.conv_weights((cout, k, kw, cin))
         b = self.bias(cout, x)
         y = self.tensor((1, ho, wo, cout), like=x)
         self.op("CONV_2D", [x.idx, wt, b], [y], options={"padding": "SAME", "stride_h": stride,
@@ -637,10 +634,12 @@ class _Chain(_Blocks):
         self.g.op("DEQUANTIZE", [dense.idx], [w.idx])
         return w.idx
 
-    def pointwise_weights(self, shape: tuple[int, ...], fan_in: int) -> int:
-        """A 1x1 convolution's weights: in float chains sometimes sparse fp16
-        (:data:`SPARSE_F16_SHARE`)."""
-        if not self.q8 and not self.hybrid and self.u() < SPARSE_F16_SHARE:
+    def conv_weights(self, shape: tuple[int, int, int, int]) -> int:
+        """A convolution's ``[cout, kh, kw, cin]`` weights; a 1x1 one's in float chains
+        sometimes sparse fp16 (:data:`SPARSE_F16_SHARE`)."""
+        fan_in = shape[1] * shape[2] * shape[3]
+        pointwise = shape[1] == shape[2] == 1 and not self.q8 and not self.hybrid
+        if pointwise and self.u() < SPARSE_F16_SHARE:
             return self.sparse_f16_weights(shape, fan_in)
         return self.weights(shape, fan_in)
 
@@ -863,10 +862,7 @@ class _Chain(_Blocks):
             cout = max(1, cout // 2)
         if ho * wo * cout > MAX_ELEMS:
             cout = max(1, MAX_ELEMS // (ho * wo))
-        if kh == kw == 1:
-            wt = self.pointwise_weights((cout, 1, 1, cin), cin)
-        else:
-            wt = self.weights((cout, kh, kw, cin), kh * kw * cin)
+        wt = self.conv_weights((cout, kh, kw, cin))
         b = self.bias(cout, x)
         y = self.tensor((1, ho, wo, cout), like=x)
         self.op(

@@ -192,16 +192,10 @@ def test_the_builtin_dequantize_of_a_densified_weight_runs_each_invocation():
     x = decompose(m, "xnnpack")
     assert x.types == ["xnn.conv"] and x.op_kernel.tolist() == [-1, -1, 0]
     # LiteRT reads the encoding as written: the dense weight it computes is the one above
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
+    from edgepart.profiling.timing import make_interpreter
     from edgepart.tflite.writer import write_model
 
-    it = Interpreter(
-        model_content=bytes(write_model(m)),
-        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
-        experimental_preserve_all_tensors=True,
-    )
-    it.allocate_tensors()
+    it = make_interpreter(bytes(write_model(m)), "builtin", 1, preserve_all_tensors=True)
     it.set_tensor(it.get_input_details()[0]["index"], np.ones(S, np.float32))
     it.invoke()
     assert np.array_equal(it.get_tensor(w), dense.astype(np.float32))

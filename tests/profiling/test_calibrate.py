@@ -43,9 +43,8 @@ def test_chains_are_deterministic_and_run_in_litert():
 
 
 def test_sparse_fp16_pointwise_weights_unpack_in_litert_to_what_was_drawn():
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
     from edgepart.cost.kernels import decompose
+    from edgepart.profiling.timing import make_interpreter
 
     seen = 0
     for seed in range(60):
@@ -55,12 +54,7 @@ def test_sparse_fp16_pointwise_weights_unpack_in_litert_to_what_was_drawn():
         if "DENSIFY" not in names:
             continue
         seen += 1
-        it = Interpreter(
-            model_content=bytes(write_model(m)),
-            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
-            experimental_preserve_all_tensors=True,
-        )
-        it.allocate_tensors()
+        it = make_interpreter(bytes(write_model(m)), "builtin", 1, preserve_all_tensors=True)
         it.invoke()
         for i, name in enumerate(names):
             if name != "DENSIFY":
