@@ -176,6 +176,11 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
                 f"{ms['speed_q10']:.3f}..{ms['speed_q90']:.3f} of typical (p10..p90), chains "
                 f"follow it to the power {ms['alpha']:.2f}"
             )
+            if ms.get("slow_pool_batches"):
+                print(
+                    f"  {ms['slow_pool_batches']:.0f} of {ms['batches']:.0f} batches left out: "
+                    f"measured while the thread pool was slow to wake"
+                )
         if r.reference:
             print(
                 f"  fitted against {r.reference}: per kernel type, a fixed cost plus a scale of "

@@ -15,7 +15,8 @@ one-thread models as they are, in the fit and in every prediction (``one_task_co
 
 Before the fit, every chain's time is brought to the calibration's typical machine state
 (:mod:`edgepart.profiling.machine_state`: its batch's canary speed, to the power fitted per
-configuration).
+configuration), and a configuration of several threads leaves out the batches measured while
+its thread pool was slow to wake (``slow_pool_batches``).
 
 The result depends only on the measurements, the statistic, the family and the seed.
 """
@@ -40,7 +41,7 @@ from edgepart.cost.stats import STAT_GETTERS, Stats
 from edgepart.cost.xnn_tasks import one_task_of
 from edgepart.errors import PredictorError, UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
-from edgepart.profiling.machine_state import at_typical_state
+from edgepart.profiling.machine_state import Item, at_typical_state, slow_pool_batches
 
 __all__ = ["fit_host_predictor"]
 
@@ -67,6 +68,7 @@ def fit_host_predictor(
     get = STAT_GETTERS[statistic]
     configs: dict[str, ConfigPredictor] = {}
     reports: list[FitReport] = []
+    raw: dict[str, dict[int, Item]] = {}  # per configuration, its chains' items by chain
     # builtin configurations first: their models predict the builtin kernels that run inside
     # XNNPACK configurations (the ops XNNPACK refuses), which then need no rows of their own
     order = sorted(meas.configs, key=lambda c: (c[0] != "builtin", c[1], c[0]))
@@ -90,8 +92,20 @@ def fit_host_predictor(
             parts = c.partitions.get(ex, 0)
             builtin = plan if runs_builtin(k) else 0.0
             items.append((k, total, invoke + builtin + parts * node, c.spec.homogeneous))
+        raw[name] = {id(c): it for (c, _), it in zip(timed, items, strict=True)}
+        slow_pool: set[int] = set()
+        if th > 1 and config_name(ex, 1) in raw:
+            # batches measured while the thread pool was slow to wake (machine_state)
+            one = raw[config_name(ex, 1)]
+            slow_pool = slow_pool_batches(
+                [c.batch for c, _ in timed], items, [one.get(id(c)) for c, _ in timed]
+            )
+            keep = [i for i, (c, _) in enumerate(timed) if c.batch not in slow_pool]
+            timed, items = [timed[i] for i in keep], [items[i] for i in keep]
         # every chain's time at the calibration's typical machine state (machine_state)
-        items, state = at_typical_state(meas, [c.batch for c, _ in timed], items, th)
+        items, state = at_typical_state(
+            meas, [c.batch for c, _ in timed], items, th, slow_pool=len(slow_pool)
+        )
         fallback = None
         if ex != "builtin":
             cands = [t for e, t in meas.configs if e == "builtin"]

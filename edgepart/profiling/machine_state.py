@@ -26,6 +26,19 @@ This module takes that state out before the fit:
 - :func:`at_typical_state`: each chain's time divided by ``speed ** alpha``.
 
 Measurements without canary records (older files, or none recorded) are left as they are.
+
+Several threads have a state of their own, which the one-thread canary does not see: how long
+the thread pool takes to wake. On the same guest a layer split over two threads costs 1.0-1.1x
+its one-thread time for a while, then 2.4-2.9x for 0.1 to 3 seconds at a time (20 split fully
+connected layers timed every 13 ms for a minute: slow 5 to 22% of the time), while a kernel that
+runs as one task never changes. A batch takes about 1.2 s, so a slow stretch can cover all its
+rounds, and the chains' 10th percentile keeps it. Timings of whole models over minutes see the
+calm state; a fit that averages the two prices every split kernel too high.
+:func:`slow_pool_batches` finds such batches from the chains themselves: per chain, its log
+error under a plain linear fit on several threads less its log error on one (what the chain
+contains and the machine's speed cancel), the median per batch, and the batches far above the
+typical one. They are left out of that configuration's fit (seed 0 of 2026-12-05: 75 of 599
+batches, 1,198 of 9,557 chains).
 """
 
 from __future__ import annotations
@@ -39,7 +52,13 @@ from edgepart.cost.kernels import Kernels
 from edgepart.cost.predictor_fit import chain_data, fit_linear, linear_totals
 from edgepart.profiling.calibrate import Measurements
 
-__all__ = ["StateCorrection", "at_typical_state", "batch_speeds", "state_sensitivity"]
+__all__ = [
+    "StateCorrection",
+    "at_typical_state",
+    "batch_speeds",
+    "slow_pool_batches",
+    "state_sensitivity",
+]
 
 # rounds a one-thread (CPU-clock) configuration is sampled in, when the batch does not say
 CPU_ROUNDS = 5
@@ -48,6 +67,12 @@ CPU_ROUNDS = 5
 OUTLIER_LOG = 0.5
 # the exponent is kept within these bounds
 ALPHA_RANGE = (0.0, 3.0)
+# a batch whose chains ran slower on several threads, relative to one, than the typical batch
+# by more than POOL_Z robust standard deviations and at least POOL_MIN_LOG is left out of the
+# multi-thread fit; batches of fewer than POOL_MIN_CHAINS chains are never judged
+POOL_Z = 4.0
+POOL_MIN_LOG = 0.05
+POOL_MIN_CHAINS = 4
 
 Item = tuple[Kernels, float, float, str | None]
 
@@ -60,6 +85,7 @@ class StateCorrection:
     batches: int  # batches with a canary record
     speed_q10: float  # 10th and 90th percentile of the chains' batch speeds (1 = typical)
     speed_q90: float
+    slow_pool: int = 0  # batches left out: the thread pool ran slow (slow_pool_batches)
 
     def to_json(self) -> dict[str, float]:
         return {
@@ -67,6 +93,7 @@ class StateCorrection:
             "batches": self.batches,
             "speed_q10": self.speed_q10,
             "speed_q90": self.speed_q90,
+            "slow_pool_batches": self.slow_pool,
         }
 
 
@@ -105,10 +132,16 @@ def state_sensitivity(items: Sequence[Item], speeds: np.ndarray) -> float:
 
 
 def at_typical_state(
-    meas: Measurements, batches: Sequence[int], items: Sequence[Item], threads: int
+    meas: Measurements,
+    batches: Sequence[int],
+    items: Sequence[Item],
+    threads: int,
+    *,
+    slow_pool: int = 0,
 ) -> tuple[list[Item], StateCorrection | None]:
     """``items`` (one per chain, measured in ``batches``) with each chain's time brought to the
-    calibration's typical machine state, and what was applied (``None``: nothing to apply)."""
+    calibration's typical machine state, and what was applied (``None``: nothing to apply);
+    ``slow_pool`` batches were left out before (:func:`slow_pool_batches`), for the record."""
     table = batch_speeds(meas, threads)
     if not table:
         return list(items), None
@@ -118,4 +151,40 @@ def at_typical_state(
     out = [(k, total * float(f), fixed, homo)
            for (k, total, fixed, homo), f in zip(items, factor, strict=True)]  # fmt: skip
     q10, q90 = np.percentile(speeds, [10, 90])
-    return out, StateCorrection(alpha, len(table), float(q10), float(q90))
+    return out, StateCorrection(alpha, len(table), float(q10), float(q90), slow_pool)
+
+
+def _log_residuals(items: Sequence[Item]) -> np.ndarray:
+    """Per chain, log(measured / plain linear fit)."""
+    d = chain_data(items)
+    r: np.ndarray = np.log(d.total / np.maximum(linear_totals(d, fit_linear(d)), 1e-15))
+    return r
+
+
+def slow_pool_batches(
+    batches: Sequence[int], items: Sequence[Item], one: Sequence[Item | None]
+) -> set[int]:
+    """Batches in which a multi-thread configuration's thread pool ran slow (module
+    docstring): ``items`` are its chains, measured in ``batches``, and ``one[i]`` the same
+    chain on one thread of the same executor (``None``: not measured there).
+
+    Per chain, how much slower it ran than a plain linear fit says, on several threads less
+    on one (what the chain's content and the machine's speed explain cancels); per batch the
+    median of that; a batch far above the typical batch (``POOL_Z`` robust deviations, and
+    at least ``POOL_MIN_LOG``) ran while waking the pool cost several times its usual."""
+    both = [i for i, o in enumerate(one) if o is not None]
+    if len(both) < 3 * POOL_MIN_CHAINS:
+        return set()
+    multi = _log_residuals([items[i] for i in both])
+    single = _log_residuals([o for o in (one[i] for i in both) if o is not None])
+    per: dict[int, list[float]] = {}
+    for i, x in zip(both, multi - single, strict=True):
+        per.setdefault(int(batches[i]), []).append(float(x))
+    med = {b: float(np.median(v)) for b, v in per.items() if len(v) >= POOL_MIN_CHAINS}
+    if len(med) < 3:
+        return set()
+    vals = np.array(list(med.values()))
+    centre = float(np.median(vals))
+    spread = 1.4826 * float(np.median(np.abs(vals - centre)))
+    limit = centre + max(POOL_Z * spread, POOL_MIN_LOG)
+    return {b for b, v in med.items() if v > limit}

@@ -7,7 +7,7 @@ import pytest
 
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.profiling.calibrate import Measurements
-from edgepart.profiling.machine_state import at_typical_state, batch_speeds
+from edgepart.profiling.machine_state import at_typical_state, batch_speeds, slow_pool_batches
 
 MACS = FEATURES.index("macs")
 INVOKE = 5e-7
@@ -80,3 +80,41 @@ def test_measurements_without_canary_records_are_left_as_they_are():
     meas.batches = [{"batch": b, "error": "build 1: bad"} for b in range(3)]
     out, state = at_typical_state(meas, batches, items, 1)
     assert state is None and out == items
+
+
+def _pool_world(slow: set[int], wake: float, batches: int = 40, per: int = 16, seed: int = 1):
+    """Chains on one thread and on two, 16 per batch: on two threads every kernel pays
+    ``wake`` seconds to wake the pool, three times that in the ``slow`` batches; both clocks
+    carry 3% noise."""
+    rng = np.random.default_rng(seed)
+    two, one, where = [], [], []
+    for b in range(batches):
+        for _ in range(per):
+            k = _kernels(list(rng.integers(1_000, 60_000, size=int(rng.integers(1, 6)))))
+            t1 = _truth(k) * float(rng.normal(1.0, 0.03))
+            w = wake * (3.0 if b in slow else 1.0) * len(k.types)
+            t2 = (0.6 * _truth(k) + w) * float(rng.normal(1.0, 0.03))
+            one.append((k, t1, INVOKE, None))
+            two.append((k, t2, INVOKE, None))
+            where.append(b)
+    return where, two, one
+
+
+def test_batches_measured_while_the_pool_was_slow_to_wake_are_found():
+    slow = {3, 4, 5, 21, 33}
+    where, two, one = _pool_world(slow, wake=4e-6)
+    assert slow_pool_batches(where, two, one) == slow
+
+
+def test_a_steady_pool_leaves_every_batch_in():
+    where, two, one = _pool_world(set(), wake=4e-6)
+    assert slow_pool_batches(where, two, one) == set()
+
+
+def test_chains_not_measured_on_one_thread_are_not_judged():
+    """Without the one-thread times there is nothing to tell the pool from the chain."""
+    where, two, one = _pool_world({3, 4}, wake=4e-6)
+    assert slow_pool_batches(where, two, [None] * len(one)) == set()
+    # batches whose chains have no one-thread time are never flagged
+    cut = [None if b in (3, 4) else o for b, o in zip(where, one, strict=True)]
+    assert slow_pool_batches(where, two, cut) == set()
