@@ -13,9 +13,10 @@ MACS = FEATURES.index("macs")
 INVOKE = 5e-7
 
 
-def _kernels(macs: list[float]) -> Kernels:
+def _kernels(macs: list[float], rows: float = 0.0) -> Kernels:
     f = np.zeros((len(macs), len(FEATURES)))
     f[:, MACS] = macs
+    f[:, FEATURES.index("rows")] = f[:, FEATURES.index("cout")] = rows
     n = len(macs)
     return Kernels(["xnn.fc"] * n, f, [(i,) for i in range(n)], np.arange(n), np.ones(n))
 
@@ -90,7 +91,8 @@ def _pool_world(slow: set[int], wake: float, batches: int = 40, per: int = 16, s
     two, one, where = [], [], []
     for b in range(batches):
         for _ in range(per):
-            k = _kernels(list(rng.integers(1_000, 60_000, size=int(rng.integers(1, 6)))))
+            # 64 rows by 64 outputs: split into tasks (xnn_tasks), the pool woken
+            k = _kernels(list(rng.integers(1_000, 60_000, size=int(rng.integers(1, 6)))), 64.0)
             t1 = _truth(k) * float(rng.normal(1.0, 0.03))
             w = wake * (3.0 if b in slow else 1.0) * len(k.types)
             t2 = (0.6 * _truth(k) + w) * float(rng.normal(1.0, 0.03))
@@ -118,3 +120,30 @@ def test_chains_not_measured_on_one_thread_are_not_judged():
     # batches whose chains have no one-thread time are never flagged
     cut = [None if b in (3, 4) else o for b, o in zip(where, one, strict=True)]
     assert slow_pool_batches(where, two, cut) == set()
+
+
+def test_the_multi_thread_fit_leaves_the_slow_pool_batches_out():
+    """fit_host_predictor, on chains measured on one thread and two: the two-thread fit drops
+    the planted slow batches (its report says how many), and the one-thread fit keeps all."""
+    pytest.importorskip("sklearn")
+    from edgepart.cost.stats import Stats
+    from edgepart.profiling.calibrate import ChainRecord
+    from edgepart.profiling.host_predictor import fit_host_predictor
+    from edgepart.profiling.kernel_gen import ChainSpec
+
+    slow = {2, 7}
+    where, two, one = _pool_world(slow, wake=4e-6, batches=12)
+    meas = Measurements(host={}, configs=[("xnnpack", 1), ("xnnpack", 2)], fixed={})
+
+    def st(t: float) -> Stats:
+        return Stats(t, t, t, t, 9)
+
+    for i, (b, (k, t2, _, _), (_, t1, _, _)) in enumerate(zip(where, two, one, strict=True)):
+        stats = {"xnnpack_1t": st(t1), "xnnpack_2t": st(t2)}
+        meas.chains.append(
+            ChainRecord(ChainSpec(seed=i), stats, {"xnnpack": 1}, {"xnnpack": k}, b, 0.0)
+        )
+    _, reports = fit_host_predictor(meas, family="linear", bags=1)
+    by = {r.config: r for r in reports}
+    assert by["xnnpack_2t"].chains == 16 * (12 - len(slow))
+    assert by["xnnpack_1t"].chains == 16 * 12
