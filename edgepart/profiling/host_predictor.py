@@ -24,6 +24,7 @@ The result depends only on the measurements, the statistic, the family and the s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -68,7 +69,7 @@ def fit_host_predictor(
     get = STAT_GETTERS[statistic]
     configs: dict[str, ConfigPredictor] = {}
     reports: list[FitReport] = []
-    raw: dict[str, dict[int, Item]] = {}  # per configuration, its chains' items by chain
+    one_thread: dict[str, dict[int, Item]] = {}  # per executor, its one-thread items by chain
     # builtin configurations first: their models predict the builtin kernels that run inside
     # XNNPACK configurations (the ops XNNPACK refuses), which then need no rows of their own
     order = sorted(meas.configs, key=lambda c: (c[0] != "builtin", c[1], c[0]))
@@ -92,20 +93,21 @@ def fit_host_predictor(
             parts = c.partitions.get(ex, 0)
             builtin = plan if runs_builtin(k) else 0.0
             items.append((k, total, invoke + builtin + parts * node, c.spec.homogeneous))
-        raw[name] = {id(c): it for (c, _), it in zip(timed, items, strict=True)}
+        if th == 1:
+            one_thread[ex] = {id(c): it for (c, _), it in zip(timed, items, strict=True)}
         slow_pool: set[int] = set()
-        if th > 1 and config_name(ex, 1) in raw:
+        if th > 1 and ex in one_thread:
             # batches measured while the thread pool was slow to wake (machine_state)
-            one = raw[config_name(ex, 1)]
+            one = one_thread[ex]
             slow_pool = slow_pool_batches(
                 [c.batch for c, _ in timed], items, [one.get(id(c)) for c, _ in timed]
             )
             keep = [i for i, (c, _) in enumerate(timed) if c.batch not in slow_pool]
             timed, items = [timed[i] for i in keep], [items[i] for i in keep]
         # every chain's time at the calibration's typical machine state (machine_state)
-        items, state = at_typical_state(
-            meas, [c.batch for c, _ in timed], items, th, slow_pool=len(slow_pool)
-        )
+        items, state = at_typical_state(meas, [c.batch for c, _ in timed], items, th)
+        if state is not None and slow_pool:
+            state = replace(state, slow_pool=len(slow_pool))
         fallback = None
         if ex != "builtin":
             cands = [t for e, t in meas.configs if e == "builtin"]

@@ -114,14 +114,19 @@ def batch_speeds(meas: Measurements, threads: int) -> dict[int, float]:
     return {k: v / typical for k, v in sorted(figures.items())}
 
 
+def _log_residuals(items: Sequence[Item]) -> np.ndarray:
+    """Per chain, log(measured / plain linear fit)."""
+    d = chain_data(items)
+    r: np.ndarray = np.log(d.total / np.maximum(linear_totals(d, fit_linear(d)), 1e-15))
+    return r
+
+
 def state_sensitivity(items: Sequence[Item], speeds: np.ndarray) -> float:
     """The exponent ``alpha`` of ``chain time ~ speed ** alpha`` (module docstring)."""
     x = np.log(np.asarray(speeds, dtype=np.float64))
     if len(items) < 3 or float(np.var(x)) < 1e-8:
         return 0.0
-    d = chain_data(items)
-    coef = fit_linear(d)
-    r = np.log(d.total / np.maximum(linear_totals(d, coef), 1e-15))
+    r = _log_residuals(items)
     ok = np.abs(r - np.median(r)) < OUTLIER_LOG
     xs, rs = x[ok] - x[ok].mean(), r[ok] - r[ok].mean()
     den = float((xs * xs).sum())
@@ -132,16 +137,10 @@ def state_sensitivity(items: Sequence[Item], speeds: np.ndarray) -> float:
 
 
 def at_typical_state(
-    meas: Measurements,
-    batches: Sequence[int],
-    items: Sequence[Item],
-    threads: int,
-    *,
-    slow_pool: int = 0,
+    meas: Measurements, batches: Sequence[int], items: Sequence[Item], threads: int
 ) -> tuple[list[Item], StateCorrection | None]:
     """``items`` (one per chain, measured in ``batches``) with each chain's time brought to the
-    calibration's typical machine state, and what was applied (``None``: nothing to apply);
-    ``slow_pool`` batches were left out before (:func:`slow_pool_batches`), for the record."""
+    calibration's typical machine state, and what was applied (``None``: nothing to apply)."""
     table = batch_speeds(meas, threads)
     if not table:
         return list(items), None
@@ -151,14 +150,7 @@ def at_typical_state(
     out = [(k, total * float(f), fixed, homo)
            for (k, total, fixed, homo), f in zip(items, factor, strict=True)]  # fmt: skip
     q10, q90 = np.percentile(speeds, [10, 90])
-    return out, StateCorrection(alpha, len(table), float(q10), float(q90), slow_pool)
-
-
-def _log_residuals(items: Sequence[Item]) -> np.ndarray:
-    """Per chain, log(measured / plain linear fit)."""
-    d = chain_data(items)
-    r: np.ndarray = np.log(d.total / np.maximum(linear_totals(d, fit_linear(d)), 1e-15))
-    return r
+    return out, StateCorrection(alpha, len(table), float(q10), float(q90))
 
 
 def slow_pool_batches(
@@ -172,14 +164,14 @@ def slow_pool_batches(
     on one (what the chain's content and the machine's speed explain cancels); per batch the
     median of that; a batch far above the typical batch (``POOL_Z`` robust deviations, and
     at least ``POOL_MIN_LOG``) ran while waking the pool cost several times its usual."""
-    both = [i for i, o in enumerate(one) if o is not None]
+    both = [(b, it, o) for b, it, o in zip(batches, items, one, strict=True) if o is not None]
     if len(both) < 3 * POOL_MIN_CHAINS:
         return set()
-    multi = _log_residuals([items[i] for i in both])
-    single = _log_residuals([o for o in (one[i] for i in both) if o is not None])
+    multi = _log_residuals([it for _, it, _ in both])
+    single = _log_residuals([o for _, _, o in both])
     per: dict[int, list[float]] = {}
-    for i, x in zip(both, multi - single, strict=True):
-        per.setdefault(int(batches[i]), []).append(float(x))
+    for (b, _, _), x in zip(both, multi - single, strict=True):
+        per.setdefault(int(b), []).append(float(x))
     med = {b: float(np.median(v)) for b, v in per.items() if len(v) >= POOL_MIN_CHAINS}
     if len(med) < 3:
         return set()
