@@ -36,6 +36,7 @@ from edgepart.ir.values import DimensionMetadata, Quantization, Sparsity
 
 __all__ = [
     "CLASS_WEIGHTS",
+    "COLUMN_STEPS",
     "FAMILIES",
     "SAMPLER_VERSION",
     "ChainSpec",
@@ -43,7 +44,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 16  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
+SAMPLER_VERSION = 17  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -90,6 +91,9 @@ MAX_CHAIN_MACS = 300e6
 MAX_WEIGHT_BYTES = 24 << 20
 # A streaming layer's new frames per invocation (m_stream, and k_dwconv's streaming draws).
 STREAM_FRAMES = {1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}
+# The steps of a column chain (ChainSpec.column) and how often a mixed one draws each.
+COLUMN_STEPS = {"stream": 3.0, "conv": 2.0, "fc": 1.0, "binary": 1.5, "unary": 1.0}
+COLUMN_CHANNELS = 256  # widest column a column chain draws
 # Share of float 1x1 convolutions whose weights are sparse fp16, as in MediaPipe's sparse
 # models: a DENSIFY then a DEQUANTIZE, which LiteRT's builtin kernels run on every invocation.
 SPARSE_F16_SHARE = 0.12
@@ -108,6 +112,7 @@ class ChainSpec:
     version: int = SAMPLER_VERSION
     motif: bool = False  # a chain of network blocks (inverted residuals, bottlenecks ...)
     small: bool = False  # a long chain of tiny tensors (streaming models)
+    column: str = ""  # a column chain: "mixed" or the one step kind it repeats (COLUMN_STEPS)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +125,7 @@ class ChainSpec:
             "version": self.version,
             "motif": self.motif,
             "small": self.small,
+            "column": self.column,
         }
 
     @staticmethod
@@ -134,6 +140,7 @@ class ChainSpec:
             version=int(d.get("version", SAMPLER_VERSION)),
             motif=bool(d.get("motif", False)),
             small=bool(d.get("small", False)),
+            column=str(d.get("column", "")),
         )
 
 
@@ -148,6 +155,7 @@ def draw_specs(
     hybrid_share: float = 0.05,
     motif_share: float = 0.5,
     small_share: float = 0.08,
+    column_share: float = 0.05,
     executor_hint: str = "any",
 ) -> list[ChainSpec]:
     """``count`` chain specs: a share homogeneous (one class, drawn by ``weights``), most of
@@ -155,12 +163,28 @@ def draw_specs(
     mixed chains of 3 to 10 kernels; a share int8. A share ``small_share`` are long chains
     (12 to 40 kernels, half of them of one class) of tiny tensors: streaming models run dozens
     of kernels of a few hundred bytes, whose marginal cost a chain of one or two such kernels
-    cannot separate from the fixed costs of an invocation."""
+    cannot separate from the fixed costs of an invocation. A share ``column_share`` are
+    *column chains* (:meth:`_Chain.m_column`): 4 to 16 steps over one column of 1 to 4 rows
+    and up to 256 channels, half of them int8, two in five repeating one step kind."""
     w = dict(CLASS_WEIGHTS)
     if weights:
         w.update(weights)
     out = []
     for _ in range(count):
+        if rng.random() < column_share:
+            kinds = sorted(COLUMN_STEPS)
+            column = str(kinds[int(rng.integers(len(kinds)))]) if rng.random() < 0.4 else "mixed"
+            out.append(
+                ChainSpec(
+                    seed=int(rng.integers(0, 2**31 - 1)),
+                    family="q8" if rng.random() < 0.5 else "f32",
+                    length=int(rng.integers(4, 17)),
+                    executor_hint=executor_hint,
+                    small=True,
+                    column=column,
+                )
+            )
+            continue
         r = rng.random()
         family = "q8" if r < q8_share else ("hy" if r < q8_share + hybrid_share else "f32")
         allowed = [c for c in FAMILIES[family] if w.get(c, 0) > 0]
@@ -445,20 +469,26 @@ class _Blocks:
                              "NONE": 0.3})), kw=1)  # fmt: skip
         self.set(x)
 
-    def m_stream(self: Any) -> None:
+    def is_column(self: Any, x: _T | None) -> bool:
+        """Whether ``x`` is one column of a few frames (``[1, t, 1, C]``, t <= 4), what a
+        streaming layer takes and gives."""
+        return (x is not None and len(x.shape) == 4 and x.shape[0] == 1 and x.shape[2] == 1
+                and x.shape[1] <= 4 and x.shape[3] <= COLUMN_CHANNELS)  # fmt: skip
+
+    def m_stream(self: Any, wide: bool = False) -> None:
         """A layer of a streaming model (keyword spotters in the style of Google's
         ``kws_streaming``): each invocation brings a few new frames; the layer keeps the last
         frames of its window in a resource variable (zeroed once, by a ``CALL_ONCE``
         subgraph), reads them, joins the new frames, stores the newest back, and runs a
         temporal convolution over the window (a full one, or a depthwise one then a pointwise
-        one). Dozens of such kernels of a few hundred bytes make a whole model."""
+        one). Dozens of such kernels of a few hundred bytes make a whole model. ``wide``: the
+        channels may pass a small chain's cap (a column chain's, up to 256)."""
         c = self.cur
-        if (c is not None and len(c.shape) == 4 and c.shape[0] == 1 and c.shape[2] == 1
-                and c.shape[1] <= 4 and c.shape[3] <= 256 and self.u() < 0.8):  # fmt: skip
+        if self.is_column(c) and self.u() < 0.8:
             x = c
         else:
             t = int(self.pick(STREAM_FRAMES))
-            x = self.new_input((1, t, 1, self.chan(8, 128)))
+            x = self.new_input((1, t, 1, self.chan(8, COLUMN_CHANNELS if wide else 128, wide=wide)))
         t, ch = x.shape[1], x.shape[3]
         kk = int(self.pick({2: 0.2, 3: 1.0, 5: 1.0, 9: 0.5, 13: 0.3, 21: 0.3}))  # kernel
         keep = kk - 1  # frames kept: with the t new ones, a window of t outputs
@@ -474,7 +504,7 @@ class _Blocks:
                                   self.const(np.ones(4, np.int32))], [new])  # fmt: skip
         self.op("ASSIGN_VARIABLE", [self.var_handle(state).idx, new.idx], [])
         act = str(self.pick({"RELU": 0.6, "NONE": 0.4}))
-        cout = self.chan(8, 128)
+        cout = self.chan(8, COLUMN_CHANNELS if wide else 128, wide=wide)
         if self.u() < 0.5:
             wt = self.weights((cout, kk, 1, ch), kk * ch)
             b = self.bias(cout, win)
@@ -492,6 +522,66 @@ class _Blocks:
             self.macs += t * ch * kk
             if self.u() < 0.7:
                 y = self.conv_op(y, cout, 1, 1, act)
+        self.set(y)
+
+    def m_column(self: Any, kind: str) -> None:
+        """One step of a *column chain*: one column of 1 to 4 frames and 8 to 256 channels
+        through a streaming layer (:meth:`m_stream`), a pointwise convolution, a fully
+        connected layer over each frame, an elementwise op with per-channel constants or
+        another frame, or an activation; ``kind`` is one of :data:`COLUMN_STEPS` or
+        ``"mixed"`` (drawn per step).
+
+        Keyword spotters and wake-word detectors run dozens of such kernels of a few hundred
+        bytes one after another, each a few tens of nanoseconds. The other chains rarely run
+        more than one of them in a row, and the fit priced one-row convolutions at one and a
+        half to twice what they cost in such a stack (docs/latency_predictors.md, twentieth
+        session)."""
+        if kind == "mixed":
+            kind = str(self.pick(COLUMN_STEPS))
+        if kind == "stream":
+            self.m_stream(wide=True)
+            return
+        x = self.cur
+        if not self.is_column(x) or self.u() < 0.1:
+            t = int(self.pick(STREAM_FRAMES))
+            x = self.new_input((1, t, 1, self.chan(8, COLUMN_CHANNELS, wide=True)))
+        assert x is not None
+        c = x.shape[3]
+        if kind == "conv":
+            y = self.conv_op(x, self.chan(8, COLUMN_CHANNELS, wide=True), 1, 1, self.act())
+        elif kind == "fc":
+            n = self.chan(1 if self.u() < 0.15 else 8, COLUMN_CHANNELS, wide=True)
+            ins = [x.idx, self.weights((n, c), c, qdim=None)]
+            if self.u() < 0.85:
+                ins.append(self.bias(n, x))
+            y = self.tensor((*x.shape[:-1], n), like=x)
+            self.op("FULLY_CONNECTED", ins, [y], options={"keep_num_dims": True,
+                    "fused_activation_function": self.act()})  # fmt: skip
+            self.macs += _numel(x.shape) * n
+        elif kind == "binary":
+            op = str(self.pick({"ADD": 0.5, "MUL": 0.4, "SUB": 0.1}))
+            r = self.u()
+            if r < 0.5:  # per-channel constants (a folded normalization)
+                val = self.rng.uniform(0.5, 1.5, size=(c,)).astype(np.float32)
+                if self.q8:
+                    qc = Quantization(np.array([0.01], np.float32), np.array([0], np.int64))
+                    other = self.const(np.clip(np.round(val / 0.01), -127, 127).astype(np.int8), qc)
+                else:
+                    other = self.const(val)
+            else:  # another frame of the same shape (a residual), or the column itself
+                same = [p for p in self.pool[:-1] if p.shape == x.shape and p.dtype == x.dtype]
+                other = same[-1].idx if same and r < 0.8 else x.idx
+            y = self.bin_op(op, x, other, str(self.pick({"NONE": 0.7, "RELU": 0.3})))
+        else:
+            ops = ({"RELU": 0.3, "RELU6": 0.2, "LOGISTIC": 0.2, "TANH": 0.1, "HARD_SWISH": 0.2}
+                   if self.q8 else {"RELU": 0.3, "RELU6": 0.15, "LOGISTIC": 0.2, "TANH": 0.15,
+                                    "HARD_SWISH": 0.2})  # fmt: skip
+            op = str(self.pick(ops))
+            q = x.q
+            if self.q8 and op in ("LOGISTIC", "TANH"):
+                q = (1.0 / 256, -128) if op == "LOGISTIC" else (1.0 / 128, 0)
+            y = self.tensor(x.shape, like=x, q=q)
+            self.op(op, [x.idx], [y])
         self.set(y)
 
 
@@ -526,17 +616,19 @@ class _Chain(_Blocks):
         p = np.array([options[k] for k in keys], dtype=np.float64)
         return keys[int(self.rng.choice(len(keys), p=p / p.sum()))]
 
-    def logu(self, lo: float, hi: float) -> int:
-        if self.spec.small:
+    def logu(self, lo: float, hi: float, *, wide: bool = False) -> int:
+        """Log-uniform from ``lo`` to ``hi``; in small chains at most :data:`SMALL_CAP`, unless
+        ``wide`` (a column chain's channels)."""
+        if self.spec.small and not wide:
             hi = max(lo, min(hi, SMALL_CAP))
         return round(math.exp(self.rng.uniform(math.log(lo), math.log(hi))))
 
-    def chan(self, lo: int = 1, hi: int = 1024) -> int:
+    def chan(self, lo: int = 1, hi: int = 1024, *, wide: bool = False) -> int:
         """Channels: mostly 8 and up, usually a multiple of 8; now and then a few (heads,
-        RGB inputs, masks)."""
+        RGB inputs, masks). ``wide``: past a small chain's cap (:meth:`logu`)."""
         if lo < 8 < hi and self.u() < 0.85:
             lo = 8
-        c = max(self.logu(lo, hi), 1)
+        c = max(self.logu(lo, hi, wide=wide), 1)
         if c > 8 and self.u() < 0.8:
             c = max(8, round(c / 8) * 8)
         return c
@@ -644,13 +736,16 @@ class _Chain(_Blocks):
         return self.weights(shape, fan_in)
 
     def bias(self, n: int, x: _T) -> int:
-        """A zero bias; int8 chains: int32 with scale input scale x weight scale (per channel),
-        as LiteRT requires."""
+        """A zero bias; int8 chains: int32 with scale input scale x weight scale, per channel
+        for per-channel weights and one scale for per-tensor ones, as LiteRT requires (a
+        per-channel bias beside per-tensor weights has no tensor-wide scale, and LiteRT's
+        builtin fully connected kernel then refuses whenever that product exceeds a fiftieth
+        of the output scale)."""
         if not self.q8:
             return self.const(np.zeros(n, np.float32))
-        ws = self._wscale if len(self._wscale) == n else np.full(n, self._wscale[0])
+        ws = self._wscale if len(self._wscale) in (1, n) else np.full(n, self._wscale[0])
         s = ((x.q[0] if x.q else 0.05) * ws).astype(np.float32)
-        q = Quantization(s, np.zeros(n, np.int64))
+        q = Quantization(s, np.zeros(len(s), np.int64))
         return self.const(np.zeros(n, np.int32), q)
 
     def quantize(self, x: _T) -> _T:
@@ -757,9 +852,11 @@ class _Chain(_Blocks):
         w = dict(spec.weights) or dict(CLASS_WEIGHTS)
         allowed = {c: v for c, v in w.items() if c in FAMILIES[spec.family] and v > 0}
         splits = 0
-        for _ in range(spec.length if spec.motif else 0):
+        for _ in range(spec.length if spec.column else 0):
+            self.m_column(spec.column)
+        for _ in range(spec.length if spec.motif and not spec.column else 0):
             self.motif()
-        for _ in range(0 if spec.motif else spec.length):
+        for _ in range(0 if spec.motif or spec.column else spec.length):
             if spec.homogeneous:
                 cls = spec.homogeneous
             else:

@@ -473,7 +473,7 @@ def test_loop_models_run_their_trips(trips):
 
 
 def test_small_chains_are_long_chains_of_tiny_tensors():
-    specs = [s for s in draw_specs(np.random.default_rng(5), 600) if s.small]
+    specs = [s for s in draw_specs(np.random.default_rng(5), 600) if s.small and not s.column]
     assert 20 <= len(specs) <= 80  # about 8 %
     assert any(s.homogeneous for s in specs) and any(s.homogeneous is None for s in specs)
     for spec in specs[:12]:
@@ -484,6 +484,86 @@ def test_small_chains_are_long_chains_of_tiny_tensors():
                        if not sg.tensor_is_constant[t])  # fmt: skip
         # activations stay tiny (a few start again small after an upsampling chain grew them)
         assert sizes[len(sizes) // 2] <= 4096
+
+
+def test_column_chains_run_one_column_of_up_to_256_channels_through_dozens_of_kernels():
+    """Column chains (about 5% of the draws): 4 to 16 steps over one column of 1 to 4 frames
+    and up to 256 channels, past the 32 of the other small chains; each step kind alone in
+    some, mixed in others; both executors run them, and what decompose says XNNPACK takes is
+    what LiteRT's XNNPACK takes."""
+    from edgepart.ir.dtypes import DType
+    from edgepart.profiling.kernel_gen import COLUMN_STEPS
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    specs = [s for s in draw_specs(np.random.default_rng(5), 1200) if s.column]
+    assert 30 <= len(specs) <= 95  # about 5%
+    assert {s.column for s in specs} == {*COLUMN_STEPS, "mixed"}
+    assert {s.family for s in specs} == {"f32", "q8"}
+    widest = 0
+    for spec in specs[:24]:
+        assert 4 <= spec.length <= 16 and spec.small and spec.homogeneous is None
+        assert ChainSpec.from_json(spec.to_json()) == spec
+        m = build_chain(spec)
+        sg = m.main
+        names = [sg.op_name(i) for i in range(sg.num_ops)]
+        # weights unpacked at run time (sparse fp16 pointwise weights: DENSIFY, DEQUANTIZE)
+        unpacked: set[int] = set()
+        for i, n in enumerate(names):
+            src = int(sg.op(i).inputs[0]) if sg.op(i).inputs else -1
+            if n == "DENSIFY" or (
+                n == "DEQUANTIZE" and (sg.tensor_is_constant[src] or src in unpacked)
+            ):
+                unpacked.add(int(sg.op(i).outputs[0]))
+        for t in range(sg.num_tensors):
+            shape = sg.tensor(t).shape
+            if (sg.tensor_is_constant[t] or t in unpacked or len(shape) != 4
+                    or sg.tensor(t).dtype == DType.RESOURCE):  # fmt: skip
+                continue
+            assert shape[0] == 1 and shape[2] == 1 and shape[3] <= 256, (spec, shape)
+            widest = max(widest, shape[3])
+        if spec.column == "stream":
+            assert names.count("READ_VARIABLE") >= 1
+        elif spec.column != "mixed":
+            kinds = {"conv": "CONV_2D", "fc": "FULLY_CONNECTED"}
+            if spec.column in kinds:
+                assert names.count(kinds[spec.column]) == spec.length
+        content = write_model(m)
+        for ex in ("xnnpack", "builtin"):
+            it = make_interpreter(content, ex, 1)
+            fill_inputs(it, 0)
+            for _ in range(2):
+                it.invoke()
+            for d in it.get_output_details():
+                assert np.isfinite(it.get_tensor(d["index"]).astype(np.float64)).all()
+        k = decompose(m, "xnnpack")
+        owner, _ = real_owner(make_interpreter(content, "xnnpack", 1), sg.num_ops, content)
+        for j in range(sg.num_ops):
+            if k.op_kernel[j] >= 0:
+                ours = k.types[k.op_kernel[j]].startswith("xnn.")
+                assert ours == (owner[j] is not None), (spec, j, names[j])
+    assert widest > 32  # the small chains' cap does not bind
+
+
+def test_int8_fully_connected_chains_with_per_tensor_weights_prepare_on_builtin_kernels():
+    """Per-tensor int8 weights get a bias of one scale: a per-channel bias beside them has no
+    tensor-wide scale, and LiteRT's builtin kernel refused such a layer whenever input scale
+    times weight scale exceeded a fiftieth of the output scale (38 of 9,520 chains of one
+    calibration were lost that way)."""
+    from edgepart.profiling.timing import make_interpreter
+
+    seen = 0
+    for seed in range(40):
+        m = build_chain(ChainSpec(seed=seed, family="q8", homogeneous="fc", length=3))
+        sg = m.main
+        for i in range(sg.num_ops):
+            if sg.op_name(i) != "FULLY_CONNECTED" or len(sg.op(i).inputs) < 3:
+                continue
+            w, b = (sg.tensor(t) for t in sg.op(i).inputs[1:3])
+            if b.quantization is not None:
+                assert len(b.quantization.scale) == len(w.quantization.scale)
+                seen += 1
+        make_interpreter(write_model(m), "builtin", 1)  # raises if LiteRT refuses
+    assert seen >= 20
 
 
 def test_recurrent_chains_run_and_are_one_rnn_kernel_per_step():
