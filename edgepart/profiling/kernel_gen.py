@@ -296,11 +296,23 @@ class _Blocks:
         self.op(op, [a.idx, bi], [y], options=opts)
         return y  # type: ignore[no-any-return]
 
-    def un_op(self: Any, op: str, x: _T) -> _T:
-        q = (1.0 / 256, -128) if self.q8 and op == "LOGISTIC" else x.q
+    def un_op(self: Any, op: str, x: _T, options: dict[str, Any] | None = None) -> _T:
+        """``op`` on ``x``; int8 ``LOGISTIC`` and ``TANH`` get the fixed output quantization
+        LiteRT requires, other ops keep the input's."""
+        q = x.q
+        if self.q8 and op in ("LOGISTIC", "TANH"):
+            q = (1.0 / 256, -128) if op == "LOGISTIC" else (1.0 / 128, 0)
         y = self.tensor(x.shape, like=x, q=q)
-        self.op(op, [x.idx], [y])
+        self.op(op, [x.idx], [y], options=options)
         return y  # type: ignore[no-any-return]
+
+    def scale_const(self: Any, shape: tuple[int, ...]) -> int:
+        """Constants of 0.5 to 1.5 (a folded normalization's scales); int8 in int8 chains."""
+        val = self.rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
+        if not self.q8:
+            return self.const(val)  # type: ignore[no-any-return]
+        q = Quantization(np.array([0.01], np.float32), np.array([0], np.int64))
+        return self.const(np.clip(np.round(val / 0.01), -127, 127).astype(np.int8), q)  # type: ignore[no-any-return]
 
     def act_op(self: Any, x: _T, kind: str) -> _T:
         """A separate activation (``hswish`` and ``swish`` are what exporters emit)."""
@@ -562,12 +574,7 @@ class _Blocks:
             op = str(self.pick({"ADD": 0.5, "MUL": 0.4, "SUB": 0.1}))
             r = self.u()
             if r < 0.5:  # per-channel constants (a folded normalization)
-                val = self.rng.uniform(0.5, 1.5, size=(c,)).astype(np.float32)
-                if self.q8:
-                    qc = Quantization(np.array([0.01], np.float32), np.array([0], np.int64))
-                    other = self.const(np.clip(np.round(val / 0.01), -127, 127).astype(np.int8), qc)
-                else:
-                    other = self.const(val)
+                other = self.scale_const((c,))
             else:  # another frame of the same shape (a residual), or the column itself
                 same = [p for p in self.pool[:-1] if p.shape == x.shape and p.dtype == x.dtype]
                 other = same[-1].idx if same and r < 0.8 else x.idx
@@ -576,12 +583,7 @@ class _Blocks:
             ops = ({"RELU": 0.3, "RELU6": 0.2, "LOGISTIC": 0.2, "TANH": 0.1, "HARD_SWISH": 0.2}
                    if self.q8 else {"RELU": 0.3, "RELU6": 0.15, "LOGISTIC": 0.2, "TANH": 0.15,
                                     "HARD_SWISH": 0.2})  # fmt: skip
-            op = str(self.pick(ops))
-            q = x.q
-            if self.q8 and op in ("LOGISTIC", "TANH"):
-                q = (1.0 / 256, -128) if op == "LOGISTIC" else (1.0 / 128, 0)
-            y = self.tensor(x.shape, like=x, q=q)
-            self.op(op, [x.idx], [y])
+            y = self.un_op(str(self.pick(ops)), x)
         self.set(y)
 
 
@@ -1162,13 +1164,7 @@ class _Chain(_Blocks):
         elif kind == "bcast" and len(x.shape) == 4:
             other = self.new_input((1, 1, 1, c)).idx
         else:
-            shape = (c,) if kind == "channel" else (1,)
-            val = self.rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
-            if self.q8:
-                q = Quantization(np.array([0.01], np.float32), np.array([0], np.int64))
-                other = self.const(np.clip(np.round(val / 0.01), -127, 127).astype(np.int8), q)
-            else:
-                other = self.const(val)
+            other = self.scale_const((c,) if kind == "channel" else (1,))
         y = self.tensor(x.shape, like=x)
         opts: dict[str, Any] | None = None
         if op in ("ADD", "SUB", "MUL", "DIV"):
@@ -1185,15 +1181,7 @@ class _Chain(_Blocks):
             op = str(self.pick({"RELU": 0.25, "RELU6": 0.2, "LEAKY_RELU": 0.15, "NEG": 0.1,
                                 "ABS": 0.1, "SQUARE": 0.1, "FLOOR": 0.04, "CEIL": 0.03,
                                 "ROUND": 0.03}))  # fmt: skip
-        opts: dict[str, Any] | None = None
-        if op == "LEAKY_RELU":
-            opts = {"alpha": 0.2}
-        q = x.q
-        if self.q8 and op in ("LOGISTIC", "TANH"):
-            q = (1.0 / 256, -128) if op == "LOGISTIC" else (1.0 / 128, 0)
-        y = self.tensor(x.shape, like=x, q=q)
-        self.op(op, [x.idx], [y], options=opts)
-        self.set(y)
+        self.set(self.un_op(op, x, {"alpha": 0.2} if op == "LEAKY_RELU" else None))
 
     def k_math(self) -> None:
         x = self.anyt()
@@ -1203,12 +1191,7 @@ class _Chain(_Blocks):
             op = str(self.pick({"LOGISTIC": 0.22, "TANH": 0.1, "HARD_SWISH": 0.14, "ELU": 0.05,
                                 "GELU": 0.06, "SQRT": 0.05, "RSQRT": 0.12, "EXP": 0.1,
                                 "LOG": 0.08, "SIN": 0.04, "COS": 0.04}))  # fmt: skip
-        q = x.q
-        if self.q8 and op in ("LOGISTIC", "TANH"):
-            q = (1.0 / 256, -128) if op == "LOGISTIC" else (1.0 / 128, 0)
-        y = self.tensor(x.shape, like=x, q=q)
-        self.op(op, [x.idx], [y])
-        self.set(y)
+        self.set(self.un_op(op, x))
 
     def k_pool(self) -> None:
         x = self.img()
