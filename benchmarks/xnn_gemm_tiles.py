@@ -10,16 +10,17 @@ that a latency model must know, both measured here with ai-edge-litert:
    several tasks and pays for waking the pool. Timed: a model of 21 one-row layers of 64
    inputs against one of a single layer, one and two threads (the difference over 20 is the
    time per layer; layers this small take less than waking the pool, so a split shows).
-   :func:`edgepart.cost.xnn_tasks.one_task` claims one task only up to the width every
-   instruction set has (8 float / 4 8-bit outputs); the table shows how far the real tile of
-   this host goes beyond that.
+   Without a measurement :func:`edgepart.cost.xnn_tasks.one_task` claims one task only up to
+   the width every instruction set has (8 float / 4 8-bit outputs); ``calibrate --host``
+   measures the real width the same way
+   (:func:`edgepart.profiling.gemm_tiles.measure_task_widths`) and the table shows it.
 2. **Rows per tile (``mr``).** A layer of ``m`` rows takes about ``ceil(m / mr)`` times what
    one tile takes: 2 rows cost what ``mr`` rows do (a single row runs a kernel of its own).
    Timed: one layer, ``K`` inputs to ``N`` outputs, for ``m`` of 1 to 29 rows, one thread.
 
-Each family (float, 8-bit) prints its table and the widths it implies. The timings interleave
-all models of a table in the same rounds (:func:`edgepart.profiling.whole.measure_models`,
-p10; one thread on the CPU clock).
+Each family (float, 8-bit, dynamically quantized) prints its table and the widths it
+implies. The timings interleave all models of a table in the same rounds
+(:func:`edgepart.profiling.whole.measure_models`, p10; one thread on the CPU clock).
 
 Usage::
 
@@ -33,41 +34,21 @@ import sys
 
 from edgepart.cost.kernels import decompose
 from edgepart.cost.predictor import ConfigPredictor, load_predictor
+from edgepart.cost.xnn_tasks import gemm_one_task_outputs
 from edgepart.errors import EdgepartError
-from edgepart.profiling import kernel_gen as kg
-from edgepart.profiling.gemm_tiles import row_tile_from_times
+from edgepart.profiling import gemm_tiles
+from edgepart.profiling.gemm_tiles import row_tile_from_times, task_width_from_times
 from edgepart.profiling.whole import measure_models
 from edgepart.tflite.reader import read_model_bytes
-from edgepart.tflite.writer import write_model
 
-FAMILIES = {"float": "f32", "8-bit": "q8"}
-
-
-class _FcChain(kg._Chain):
-    """The calibration's chain builder (quantized weights, biases and inputs as it draws them)
-    with its fully connected layer at a fixed shape."""
-
-    shape: tuple[int, int, int] = (1, 1, 1)  # rows, inputs, outputs
-
-    def k_fc(self) -> None:
-        rows, k, n = self.shape
-        x = self.new_input((rows, k), dtype=kg.I8 if self.q8 else kg.F32)
-        w = self.weights((n, k), k)
-        b = self.bias(n, x)
-        y = self.tensor((rows, n), like=x)
-        self.op("FULLY_CONNECTED", [x.idx, w, b], [y],
-                options={"fused_activation_function": "NONE"})  # fmt: skip
-        self.set(y)
+FAMILIES = {"float": "f32", "8-bit": "q8", "dynamic": "hy"}
+SUFFIX = {"float": "", "8-bit": "_q8", "dynamic": "_hy"}  # kernel type suffix
 
 
 def fc_model(family: str, rows: int, k: int, n: int, layers: int) -> bytes:
-    """``layers`` fully connected layers of ``rows`` x ``k`` -> ``n``, each with its own input
-    (as the calibration's homogeneous chains have them)."""
-    spec = kg.ChainSpec(seed=1, family=FAMILIES[family], length=layers, homogeneous="fc",
-                        small=True)  # fmt: skip
-    chain = _FcChain(spec)
-    chain.shape = (rows, k, n)
-    return write_model(chain.build())
+    """``layers`` fully connected layers of ``rows`` x ``k`` -> ``n`` (the calibration's own
+    probe model: :func:`edgepart.profiling.gemm_tiles.fc_model`)."""
+    return gemm_tiles.fc_model(FAMILIES[family], rows, k, n, layers)
 
 
 def p10(timings: list, name: str) -> float:
@@ -79,7 +60,7 @@ def p10(timings: list, name: str) -> float:
 
 
 def task_width(family: str, k: int, rounds: int) -> None:
-    widths = [4, 8, 16, 32, 48, 64]
+    widths = list(gemm_tiles.TASK_PROBE_OUTPUTS)
     models = {}
     for c in widths:
         for layers in (1, 21):
@@ -88,18 +69,19 @@ def task_width(family: str, k: int, rounds: int) -> None:
     got = measure_models(models, cfgs, rounds=rounds)
     print(f"\n{family}: one row, {k} inputs; time per layer (21 layers against 1)")
     print(f"   {'outputs':>7} {'1 thread':>10} {'2 threads':>10} {'2t / 1t':>8}")
-    one, split = 0, False
+    per: dict[str, dict[int, float]] = {"1t": {}, "2t": {}}
     for c in widths:
-        per = {}
         for cfg in ("1t", "2t"):
             sub = [t for t in got if t.config == cfg]
-            per[cfg] = (p10(sub, f"{c}x21") - p10(sub, f"{c}x1")) / 20
-        ratio = per["2t"] / per["1t"]
-        split = split or ratio >= 1.3
-        one = one if split else c
-        print(f"   {c:>7} {per['1t'] * 1e9:>7.0f} ns {per['2t'] * 1e9:>7.0f} ns {ratio:>8.2f}")
-    print(f"   one task up to {one} outputs (2t / 1t below 1.3; rule claims "
-          f"{'4' if family == '8-bit' else '8'})")  # fmt: skip
+            per[cfg][c] = (p10(sub, f"{c}x21") - p10(sub, f"{c}x1")) / 20
+        a, b = per["1t"][c], per["2t"][c]
+        print(f"   {c:>7} {a * 1e9:>7.0f} ns {b * 1e9:>7.0f} ns {b / a:>8.2f}")
+    one = task_width_from_times(per["1t"], per["2t"])
+    safe = gemm_one_task_outputs(SUFFIX[family], None)
+    print(
+        f"   one task up to {one} outputs (as calibrate --host finds it: 2t / 1t below 1.3); "
+        f"without that measurement the rule claims {safe:.0f}"
+    )
 
 
 def row_tile(family: str, k: int, n: int, rounds: int, cp: ConfigPredictor | None = None) -> None:

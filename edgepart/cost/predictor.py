@@ -421,6 +421,10 @@ class ConfigPredictor:
     # as one task (:func:`edgepart.cost.xnn_tasks.one_task`): they take on any thread count
     # what they take on one
     one_task_config: str | None = None
+    # the widest one-row matrix product XNNPACK runs as one task on this host, by kernel type
+    # suffix (measured by calibrate --host: edgepart.profiling.gemm_tiles); empty: the widths
+    # every instruction set has (edgepart.cost.xnn_tasks)
+    gemm_outputs: dict[str, float] = field(default_factory=dict)
     _owner: Predictor | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
@@ -479,7 +483,7 @@ class ConfigPredictor:
         for t in sorted(set(k.types)):
             rows = np.flatnonzero(types == t)
             if one is not None:
-                single = one_task_of(t, k.features[rows])
+                single = one_task_of(t, k.features[rows], self.gemm_outputs)
                 if single.any():
                     one._predict_rows(t, k.features, rows[single], out, used)
                     rows = rows[~single]
@@ -622,7 +626,7 @@ class ConfigPredictor:
         return min(lo, glo, 0.0), max(hi, ghi, 0.0)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "executor": self.executor,
             "threads": self.threads,
             "invoke_overhead_s": _num(self.invoke_s),
@@ -634,7 +638,14 @@ class ConfigPredictor:
             "extra": canonical(self.extra, floats=_num),
             "control_flow_s": {k: _num(v) for k, v in sorted(self.control_s.items())},
             "kernels": {t: self.kernels[t].to_json() for t in sorted(self.kernels)},
-        } | ({"one_task_config": self.one_task_config} if self.one_task_config else {})
+        }
+        if self.one_task_config:  # optional fields: files without them read as before
+            out["one_task_config"] = self.one_task_config
+        if self.gemm_outputs:
+            out["gemm_one_task_outputs"] = {
+                k: _num(v) for k, v in sorted(self.gemm_outputs.items())
+            }
+        return out
 
 
 @dataclass
@@ -758,6 +769,12 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             raise PredictorError(f"{loc}.control_flow_s: {err}") from None
         if any(not math.isfinite(v) or v < 0 for v in control.values()):
             raise PredictorError(f"{loc}.control_flow_s: values must be finite, >= 0")
+        try:
+            widths = {str(k): float(v) for k, v in dict(c.get("gemm_one_task_outputs", {})).items()}
+        except (TypeError, ValueError) as err:
+            raise PredictorError(f"{loc}.gemm_one_task_outputs: {err}") from None
+        if any(not math.isfinite(v) or v < 0 for v in widths.values()):
+            raise PredictorError(f"{loc}.gemm_one_task_outputs: values must be finite, >= 0")
         kernels = {}
         for t, kd in dict(c.get("kernels", {})).items():
             kernels[str(t)] = KernelModel.from_json(str(t), kd, f"{loc}.kernels.{t}")
@@ -775,6 +792,7 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             control_s=control,
             builtin_plan_s=plan,
             one_task_config=c.get("one_task_config"),
+            gemm_outputs=widths,
         )
     for name, cp in configs.items():
         ref = cp.one_task_config

@@ -35,23 +35,38 @@ by instruction set): a kernel not claimed here is left to the fitted multi-threa
   functions by lookup table (``math_q8``) tiles of 1 KiB;
 - convolution and fully connected (GEMM, ``xnn_gemm_best_tile_size``): tiles of ``mr`` rows
   by ``nr`` or more outputs: one row and at most 8 float (4 8-bit) outputs is one tile on
-  every instruction set XNNPACK has.
+  every instruction set XNNPACK has. Where the tile width of this host was measured
+  (``gemm_outputs``: :func:`edgepart.profiling.gemm_tiles.measure_task_widths`, recorded by
+  ``calibrate --host``), one row of at most that many outputs: 32 float and 64 8-bit or
+  dynamically quantized outputs on an Intel Xeon with AMX, where the safe widths left the
+  64-channel one-row convolutions of the wake-word models to the split model (priced
+  2.2-2.6 times what they cost on two threads).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from edgepart.cost.kernels import FEATURES
 
-__all__ = ["EW_TILE_BYTES", "LUT_TILE_BYTES", "gemm_type", "one_task", "one_task_of"]
+__all__ = [
+    "EW_TILE_BYTES",
+    "GEMM_SAFE_OUTPUTS",
+    "LUT_TILE_BYTES",
+    "gemm_one_task_outputs",
+    "gemm_type",
+    "one_task",
+    "one_task_of",
+]
 
 EW_TILE_BYTES = 16 * 1024  # element-wise ops: bytes per task (XNNPACK's get_tile_size)
 LUT_TILE_BYTES = 1024  # 8-bit lookup-table ops with more than one thread
 DWCONV_CACHE_BYTES = 32 * 1024  # the working set a depthwise channel tile is sized to
-_GEMM_MAX_N = {"": 8.0, "_q8": 4.0}  # outputs one GEMM tile holds on every instruction set
+# outputs one GEMM tile holds on every instruction set, by kernel type suffix (dynamically
+# quantized GEMMs only where measured)
+GEMM_SAFE_OUTPUTS: Mapping[str, float] = {"": 8.0, "_q8": 4.0}
 _F = {n: k for k, n in enumerate(FEATURES)}
 
 
@@ -71,19 +86,32 @@ def gemm_type(typ: str) -> bool:
     return prefix == "xnn" and "@" not in cls and cls.split("_")[0] in ("conv", "fc")
 
 
-def one_task(types: Sequence[str], features: np.ndarray) -> np.ndarray:
+def one_task(
+    types: Sequence[str], features: np.ndarray, gemm_outputs: Mapping[str, float] | None = None
+) -> np.ndarray:
     """Per kernel, whether XNNPACK runs it as one task on any number of threads (module
-    docstring). Kernels of other executors (``tfl.*``) are never claimed."""
+    docstring). Kernels of other executors (``tfl.*``) are never claimed. ``gemm_outputs``:
+    the widest one-row GEMM that is one task on this host, by kernel type suffix (``""``,
+    ``_q8``, ``_hy``), as measured; where it says nothing, the safe widths."""
     f = np.asarray(features, dtype=np.float64)
     out = np.zeros(len(types), dtype=bool)
     names = np.asarray(types)
     for t in set(types):
         rows = np.flatnonzero(names == t)
-        out[rows] = one_task_of(t, f[rows])
+        out[rows] = one_task_of(t, f[rows], gemm_outputs)
     return out
 
 
-def one_task_of(typ: str, features: np.ndarray) -> np.ndarray:
+def gemm_one_task_outputs(suffix: str, gemm_outputs: Mapping[str, float] | None) -> float:
+    """The widest one-row GEMM of kernel type suffix ``suffix`` that is one task: the measured
+    width, never below the safe one (0: none is claimed)."""
+    safe = GEMM_SAFE_OUTPUTS.get(suffix, 0.0)
+    return max(float((gemm_outputs or {}).get(suffix, 0.0)), safe)
+
+
+def one_task_of(
+    typ: str, features: np.ndarray, gemm_outputs: Mapping[str, float] | None = None
+) -> np.ndarray:
     """:func:`one_task` for kernels all of type ``typ``."""
     f = np.asarray(features, dtype=np.float64)
     prefix, _, cls = typ.partition(".")
@@ -93,6 +121,7 @@ def one_task_of(typ: str, features: np.ndarray) -> np.ndarray:
     cout = f[:, _F["cout"]]
     outer_rows = rows / np.maximum(f[:, _F["w"]], 1.0)  # batch x output rows (NHWC)
     q8 = cls.endswith("_q8")
+    suffix = "_q8" if q8 else ("_hy" if cls.endswith("_hy") else "")
     plain = cls.removesuffix("_q8")
     if plain == "dwconv":
         taps = f[:, _F["kh"]] * f[:, _F["kw"]]
@@ -108,8 +137,8 @@ def one_task_of(typ: str, features: np.ndarray) -> np.ndarray:
         ok = f[:, _F["in_bytes"]] <= EW_TILE_BYTES
     elif cls == "math_q8":
         ok = f[:, _F["in_bytes"]] <= LUT_TILE_BYTES
-    elif plain in ("conv", "fc"):
-        ok = (rows <= 1) & (cout <= _GEMM_MAX_N["_q8" if q8 else ""])
+    elif plain in ("conv", "fc", "conv_hy", "fc_hy"):
+        ok = (rows <= 1) & (cout <= gemm_one_task_outputs(suffix, gemm_outputs))
     else:
         ok = np.zeros(len(f), dtype=bool)
     out: np.ndarray = np.asarray(ok, dtype=bool)

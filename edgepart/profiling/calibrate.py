@@ -59,7 +59,7 @@ from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.profiling._session import host_description
-from edgepart.profiling.gemm_tiles import measure_row_tile
+from edgepart.profiling.gemm_tiles import measure_row_tile, measure_task_widths
 from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 from edgepart.profiling.timing import (
     LOOP_TRIPS,
@@ -283,6 +283,15 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
         raise PredictorError(
             f"{p}: host.gemm_row_tile is {tile!r}; need an integer from 1 to 64 (the rows of "
             "XNNPACK's GEMM tile that `calibrate --host` measured); measure again"
+        )
+    widths = header.get("host", {}).get("gemm_task_outputs", {})
+    if not isinstance(widths, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 4096 for v in widths.values()
+    ):
+        raise PredictorError(
+            f"{p}: host.gemm_task_outputs is {widths!r}; need an object of integers from 0 to "
+            "4096 (the widest one-row GEMM that `calibrate --host` found runs as one task, per "
+            "data type); measure again"
         )
     types = header["types"]
     execs = header["executors"]
@@ -642,6 +651,12 @@ def measure(
         tile, times = measure_row_tile()
         meas.host["gemm_row_tile"] = tile
         meas.host["gemm_row_tile_s"] = {str(r): float(v) for r, v in sorted(times.items())}
+    if any(ex == "xnnpack" and th > 1 for ex, th in cfg.configs):
+        # the widest one-row GEMM that runs as one task (never wakes the pool), per data type:
+        # the multi-thread fit and predictions price such kernels as on one thread; 3 s
+        widths, wtimes = measure_task_widths()
+        meas.host["gemm_task_outputs"] = widths
+        meas.host["gemm_task_s"] = wtimes
     meas.budget_s = cfg.budget_s
     # fixed costs: a first moment of FIXED_START_ROUNDS rounds, then one every FIXED_EVERY
     # batches, beside the chains; each kind's statistics are the median over the moments

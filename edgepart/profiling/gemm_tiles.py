@@ -12,21 +12,42 @@ prices 2 rows at a seventh of 7 (``benchmarks/xnn_gemm_tiles.py`` prints both).
 finds the step. ``calibrate --host`` records the result with its measurements; the fit then
 counts a GEMM kernel's MACs in whole tiles of rows
 (:func:`edgepart.cost.predictor.basis_matrix`).
+
+The *width* of a tile (``nr``, output channels) decides which one-row layers run as one task
+on several threads (:mod:`edgepart.cost.xnn_tasks`): such a layer never wakes the thread pool
+and costs on two threads what it costs on one. It depends on the instruction set and differs
+by data type. Measured on an Intel Xeon guest with AMX (2026-12-05): one-row float layers of 64
+inputs are one task up to 32 outputs (2t / 1t 1.01 at 32, 4.6 at 48), 8-bit ones up to 64 and
+beyond (AMX tiles of 16 rows by 64 outputs; 0.97 at 64), where every instruction set only
+promises 8 and 4. :func:`measure_task_widths` times one-row layers of growing width on one and
+two threads per data type and :func:`task_width_from_times` reads the widest one task off
+them; ``calibrate --host`` records them and the multi-thread predictors use them.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
+from edgepart.profiling import kernel_gen as kg
 from edgepart.profiling.timing import TimingConfig, prepare, run_rounds
 from edgepart.tflite.writer import write_model
 
-__all__ = ["PROBE_ROWS", "measure_row_tile", "row_tile_from_times"]
+__all__ = [
+    "PROBE_ROWS",
+    "TASK_FAMILIES",
+    "TASK_PROBE_OUTPUTS",
+    "fc_model",
+    "measure_row_tile",
+    "measure_task_widths",
+    "row_tile_from_times",
+    "task_width_from_times",
+]
 
 PROBE_ROWS = tuple(range(1, 17))
 PROBE_K, PROBE_N = 512, 256  # weight-bound enough that a tile's time dwarfs the dispatch
@@ -73,3 +94,84 @@ def measure_row_tile(rounds: int = 7, sample_s: float = 2e-3) -> tuple[int, dict
     run_rounds(list(timers.values()))
     best = {r: t.stats().min_s for r, t in timers.items()}
     return row_tile_from_times(best), best
+
+
+# kernel type suffix (:mod:`edgepart.cost.kernels`) -> the calibration sampler's family
+TASK_FAMILIES = {"": "f32", "_q8": "q8", "_hy": "hy"}
+TASK_PROBE_OUTPUTS = (4, 8, 16, 32, 48, 64, 96, 128)
+TASK_PROBE_K = 64  # inputs: small enough that waking the pool dwarfs the layer
+TASK_LAYERS = 21  # layers in a row against one: the difference over 20 is one layer's time
+SPLIT_RATIO = 1.3  # a layer taking this much longer on two threads than on one was split
+
+
+class _FcChain(kg._Chain):
+    """The calibration's chain builder (quantized weights, biases and inputs as it draws them)
+    with its fully connected layer at a fixed shape."""
+
+    shape: tuple[int, int, int] = (1, 1, 1)  # rows, inputs, outputs
+
+    def k_fc(self) -> None:
+        rows, k, n = self.shape
+        x = self.new_input((rows, k), dtype=kg.I8 if self.q8 else kg.F32)
+        w = self.weights((n, k), k)
+        b = self.bias(n, x)
+        y = self.tensor((rows, n), like=x)
+        self.op("FULLY_CONNECTED", [x.idx, w, b], [y],
+                options={"fused_activation_function": "NONE"})  # fmt: skip
+        self.set(y)
+
+
+def fc_model(family: str, rows: int, k: int, n: int, layers: int) -> bytes:
+    """``layers`` fully connected layers of ``rows`` x ``k`` -> ``n``, each with its own input
+    (as the calibration's homogeneous chains have them); ``family`` is the sampler's
+    (``f32``, ``q8`` or ``hy``: float input, 8-bit weights)."""
+    spec = kg.ChainSpec(seed=1, family=family, length=layers, homogeneous="fc", small=True)
+    chain = _FcChain(spec)
+    chain.shape = (rows, k, n)
+    return write_model(chain.build())
+
+
+def task_width_from_times(one: Mapping[int, float], two: Mapping[int, float]) -> int:
+    """The most outputs a one-row layer has while it still runs as one task: the widest width
+    before the first at which two threads take ``SPLIT_RATIO`` times one thread's time (times
+    per layer by output count); 0 when even the narrowest was split or nothing was timed."""
+    width = 0
+    for n in sorted(set(one) & set(two)):
+        if not one[n] > 0 or two[n] >= SPLIT_RATIO * one[n]:
+            break
+        width = n
+    return width
+
+
+def measure_task_widths(
+    rounds: int = 7, sample_s: float = 2e-3
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """Per kernel type suffix (``""`` float, ``_q8``, ``_hy``), the widest one-row layer
+    XNNPACK runs as one task here (:func:`task_width_from_times`), and the times per layer
+    (seconds, by output count, one and two threads) it was read from. All models are timed
+    interleaved in the same rounds, best of ``rounds`` (the thread's CPU time on one thread,
+    wall time on two: :mod:`edgepart.profiling.timing`)."""
+    cfg = TimingConfig(batch_s=sample_s, min_repeats=rounds, max_repeats=rounds)
+    timers = {
+        (suffix, n, layers, threads): prepare(
+            fc_model(fam, 1, TASK_PROBE_K, n, layers), "xnnpack", threads, cfg
+        )
+        for suffix, fam in TASK_FAMILIES.items()
+        for n in TASK_PROBE_OUTPUTS
+        for layers in (1, TASK_LAYERS)
+        for threads in (1, 2)
+    }
+    run_rounds(list(timers.values()))
+    best = {k: t.stats().min_s for k, t in timers.items()}
+    widths: dict[str, int] = {}
+    times: dict[str, Any] = {}
+    for suffix in TASK_FAMILIES:
+        per: dict[int, dict[int, float]] = {1: {}, 2: {}}
+        for th in (1, 2):
+            for n in TASK_PROBE_OUTPUTS:
+                long, short = best[(suffix, n, TASK_LAYERS, th)], best[(suffix, n, 1, th)]
+                per[th][n] = max(long - short, 0.0) / (TASK_LAYERS - 1)
+        widths[suffix] = task_width_from_times(per[1], per[2])
+        times[suffix] = {f"{th}t": {str(n): v for n, v in sorted(d.items())}
+                         for th, d in per.items()}  # fmt: skip
+    return widths, times

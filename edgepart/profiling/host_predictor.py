@@ -70,6 +70,9 @@ def fit_host_predictor(
     configs: dict[str, ConfigPredictor] = {}
     reports: list[FitReport] = []
     one_thread: dict[str, dict[int, Item]] = {}  # per executor, its one-thread items by chain
+    # the widest one-row GEMM XNNPACK runs as one task here, by kernel type suffix (gemm_tiles;
+    # none in measurements taken before the probe existed: the safe widths of xnn_tasks)
+    widths = {str(k): float(v) for k, v in meas.host.get("gemm_task_outputs", {}).items()}
     # builtin configurations first: their models predict the builtin kernels that run inside
     # XNNPACK configurations (the ops XNNPACK refuses), which then need no rows of their own
     order = sorted(meas.configs, key=lambda c: (c[0] != "builtin", c[1], c[0]))
@@ -135,7 +138,7 @@ def fit_host_predictor(
                 one_ref: ConfigPredictor | None = one_ref,
             ) -> Any:
                 if not typ.startswith("tfl."):
-                    return _one_task_seconds(one_ref, typ, feats)
+                    return _one_task_seconds(one_ref, typ, feats, widths)
                 m = ext.model_for(typ)[0] if ext is not None else None
                 return None if m is None else m.predict(feats)
 
@@ -172,6 +175,7 @@ def fit_host_predictor(
             rep.reference = ref_cp.name
         if one_ref is not None:
             configs[name].one_task_config = one_ref.name
+            configs[name].gemm_outputs = dict(widths)
         reports.append(rep)
     load = summarize_load(meas)
     host = meas.host
@@ -264,12 +268,15 @@ def after_qd8_models(
     return out
 
 
-def _one_task_seconds(ref: ConfigPredictor | None, typ: str, feats: np.ndarray) -> Any:
-    """Seconds of the kernels of ``typ`` that XNNPACK runs as one task, by the one-thread
-    configuration ``ref`` (NaN for the others), or None when there are none."""
+def _one_task_seconds(
+    ref: ConfigPredictor | None, typ: str, feats: np.ndarray, widths: dict[str, float]
+) -> Any:
+    """Seconds of the kernels of ``typ`` that XNNPACK runs as one task (``widths``: the one-row
+    GEMM widths measured here), by the one-thread configuration ``ref`` (NaN for the others),
+    or None when there are none."""
     if ref is None:
         return None
-    single = one_task_of(typ, feats)
+    single = one_task_of(typ, feats, widths)
     if not single.any():
         return None
     m, _ = ref.model_for(typ)

@@ -617,6 +617,31 @@ def test_kernels_run_as_one_task_cost_on_two_threads_what_they_cost_on_one(tmp_p
     assert np.array_equal(q.configs["xnnpack_2t"].kernel_seconds(k)[0], secs)
 
 
+def test_a_measured_gemm_width_prices_wider_one_row_kernels_by_one_thread(tmp_path):
+    p = _two_thread_predictor()
+    wide = feat(4096)
+    wide[F["rows"]], wide[F["cout"]] = 1.0, 32.0  # one row of 32 outputs
+    k = kernels(["xnn.conv"], [wide])
+    two_model = 3e-6 + 5e-6 * 4096e-6
+    assert p.configs["xnnpack_2t"].kernel_seconds(k)[0][0] == pytest.approx(two_model)
+    p.configs["xnnpack_2t"].gemm_outputs = {"": 32.0, "_q8": 64.0}
+    assert p.configs["xnnpack_2t"].kernel_seconds(k)[0][0] == pytest.approx(1e-6 + 1e-5 * 4096e-6)
+    path = tmp_path / "p.json"
+    p.save(path)
+    doc = json.loads(path.read_text())["configs"]
+    assert doc["xnnpack_2t"]["gemm_one_task_outputs"] == {"": 32.0, "_q8": 64.0}
+    assert "gemm_one_task_outputs" not in doc["xnnpack_1t"]  # none measured: not written
+    assert load_predictor(path).configs["xnnpack_2t"].gemm_outputs == {"": 32.0, "_q8": 64.0}
+
+
+@pytest.mark.parametrize("bad", [{"": -1}, {"": "wide"}, {"_q8": float("inf")}, [32]])
+def test_a_bad_gemm_width_is_refused(bad):
+    doc = _two_thread_predictor().to_json()
+    doc["configs"]["xnnpack_2t"]["gemm_one_task_outputs"] = bad
+    with pytest.raises(PredictorError, match=r"configs\.xnnpack_2t\.gemm_one_task_outputs"):
+        predictor_from_dict(doc)
+
+
 @pytest.mark.parametrize(
     ("ref", "message"),
     [("xnnpack_4t", "is not another configuration"), ("xnnpack_2t", "is not another"),

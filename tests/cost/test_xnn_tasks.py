@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgepart.cost.kernels import decompose
-from edgepart.cost.xnn_tasks import one_task
+from edgepart.cost.kernels import FEATURES, decompose
+from edgepart.cost.xnn_tasks import one_task, one_task_of
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 
@@ -15,8 +15,11 @@ F32 = DType.FLOAT32
 CONV = {"stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
 
 
-def verdict(op, inputs, out_shape, options=None, *, consts=None, executor="xnnpack"):
-    """(kernel type, one task?) of a model of one float op."""
+def verdict(
+    op, inputs, out_shape, options=None, *, consts=None, executor="xnnpack", gemm_outputs=None
+):
+    """(kernel type, one task?) of a model of one float op (``gemm_outputs``: the measured
+    one-task widths of the host's GEMM tiles)."""
     mb = ModelBuilder()
     g = mb.subgraph("main")
     ins = []
@@ -32,7 +35,7 @@ def verdict(op, inputs, out_shape, options=None, *, consts=None, executor="xnnpa
     g.output(y)
     k = decompose(mb.build(), executor)
     assert len(k) == 1
-    return k.types[0], bool(one_task(k.types, k.features)[0])
+    return k.types[0], bool(one_task(k.types, k.features, gemm_outputs)[0])
 
 
 def dwconv(in_shape, taps, channels, out_shape, padding="VALID"):
@@ -57,15 +60,35 @@ def test_a_depthwise_convolution_is_one_task_per_output_row_and_channel_tile():
     assert not dwconv((1, 27, 1, 8), (27, 1), 8, (1, 1, 1, 8))[1]
 
 
-def fc(rows, k, n):
+def fc(rows, k, n, gemm_outputs=None):
     w = np.zeros((n, k), np.float32)
-    return verdict("FULLY_CONNECTED", [(rows, k), w.shape, None], (rows, n), consts={1: w})
+    return verdict("FULLY_CONNECTED", [(rows, k), w.shape, None], (rows, n), consts={1: w},
+                   gemm_outputs=gemm_outputs)  # fmt: skip
 
 
 def test_a_gemm_of_one_row_and_few_outputs_is_one_tile_on_every_instruction_set():
     assert fc(1, 64, 8) == ("xnn.fc", True)
     assert fc(1, 64, 9) == ("xnn.fc", False)  # two tiles where the tile is 8 wide (SSE)
     assert fc(2, 64, 8) == ("xnn.fc", False)
+
+
+def test_a_measured_tile_width_claims_wider_one_row_gemms_and_never_narrower_ones():
+    amx = {"": 32.0, "_q8": 64.0, "_hy": 64.0}  # an Intel Xeon with AMX, measured
+    assert fc(1, 64, 32, amx) == ("xnn.fc", True)
+    assert fc(1, 64, 33, amx) == ("xnn.fc", False)
+    assert fc(2, 64, 8, amx) == ("xnn.fc", False)  # rows still split
+    assert fc(1, 64, 8, {"": 2.0}) == ("xnn.fc", True)  # below the safe width: the safe width
+    # 8-bit and dynamically quantized GEMMs, by the kernel type's suffix
+    q8 = np.zeros((5, len(FEATURES)))
+    q8[:, FEATURES.index("rows")] = [1, 1, 1, 1, 2]
+    q8[:, FEATURES.index("cout")] = [4, 5, 64, 65, 4]
+    assert one_task_of("xnn.conv_q8", q8).tolist() == [True, False, False, False, False]
+    assert one_task_of("xnn.conv_q8", q8, amx).tolist() == [True, True, True, False, False]
+    # a dynamically quantized GEMM has no safe width: one task only where measured
+    assert not one_task_of("xnn.fc_hy", q8).any()
+    assert one_task_of("xnn.fc_hy", q8, amx).tolist() == [True, True, True, False, False]
+    # and a width says nothing of other kernels (a hybrid depthwise convolution)
+    assert not one_task_of("xnn.dwconv_hy", q8, amx).any()
 
 
 @pytest.mark.parametrize(

@@ -110,6 +110,8 @@ def test_measurements_round_trip(small_measurements):
     # the GEMM row tile is measured and kept with the measurements (gemm_tiles)
     assert back.host["gemm_row_tile"] == meas.host["gemm_row_tile"] >= 1
     assert len(back.host["gemm_row_tile_s"]) == 16
+    # the one-task widths only with a multi-thread XNNPACK configuration (none here)
+    assert "gemm_task_outputs" not in back.host
 
 
 def test_fixed_costs_are_the_median_of_moments_across_the_run(small_measurements):
@@ -316,6 +318,22 @@ def test_a_bad_gemm_row_tile_is_named_and_nothing_is_written(small_measurements,
     assert main(["calibrate", "--host", "--fit-only", str(path), "--predictor-out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"host.gemm_row_tile is {tile!r}; need an integer from 1 to 64" in err
+    assert err.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("widths", [{"": -1}, {"_q8": 2.5}, {"": True}, [32]])
+def test_a_bad_gemm_task_width_is_named_and_nothing_is_written(small_measurements, tmp_path,
+                                                               capsys, widths):  # fmt: skip
+    import copy
+
+    meas = copy.deepcopy(small_measurements[0])
+    meas.host["gemm_task_outputs"] = widths
+    path = tmp_path / "m.npz"
+    meas.save(path)
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--host", "--fit-only", str(path), "--predictor-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"host.gemm_task_outputs is {widths!r}; need an object of integers from 0" in err
     assert err.count("\n") == 1 and not out.exists()
 
 
@@ -833,10 +851,15 @@ def test_two_threads_are_fitted_against_one_thread_and_refit_identically(tmp_pat
     # kernels XNNPACK runs as one task cost on two threads what the one-thread model says
     assert p.configs["xnnpack_2t"].one_task_config == "xnnpack_1t"
     assert p.configs["xnnpack_1t"].one_task_config is None
+    # with the widest one-row GEMM of one task measured here, per data type, and kept
+    meas = load_measurements(path)
+    widths = meas.host["gemm_task_outputs"]
+    assert set(widths) == {"", "_q8", "_hy"}
+    assert p.configs["xnnpack_2t"].gemm_outputs == {k: float(v) for k, v in widths.items()}
     one = two_split = 0
-    for c in load_measurements(path).chains:
+    for c in meas.chains:
         k = c.kernels["xnnpack"]
-        single = one_task(k.types, k.features)
+        single = one_task(k.types, k.features, widths)
         s1 = p.configs["xnnpack_1t"].kernel_seconds(k)[0]
         s2 = p.configs["xnnpack_2t"].kernel_seconds(k)[0]
         # the same models on a subset of the rows (a matrix product over fewer rows may

@@ -1,10 +1,19 @@
-"""The GEMM row tile: found in times by row count, and measured on the real runtime."""
+"""The GEMM tiles: rows found in times by row count, one-task widths in one- and two-thread times
+by output count, and both measured on the real runtime."""
 
 from __future__ import annotations
 
 import pytest
 
-from edgepart.profiling.gemm_tiles import PROBE_ROWS, measure_row_tile, row_tile_from_times
+from edgepart.profiling.gemm_tiles import (
+    PROBE_ROWS,
+    TASK_FAMILIES,
+    TASK_PROBE_OUTPUTS,
+    measure_row_tile,
+    measure_task_widths,
+    row_tile_from_times,
+    task_width_from_times,
+)
 
 
 def staircase(tile: int, one: float = 5.0, step: float = 16.0) -> dict[int, float]:
@@ -37,3 +46,29 @@ def test_the_probe_runs_on_the_real_runtime_and_agrees_with_its_own_times():
     assert tile == row_tile_from_times(times)
     if tile > 1:  # the step it reports is in the times
         assert times[tile + 1] >= 1.5 * times[tile]
+
+
+def test_the_task_width_is_the_widest_layer_before_the_first_split():
+    one = {n: 200e-9 for n in TASK_PROBE_OUTPUTS}
+    # measured on an Intel Xeon with AMX: float layers split past 32 outputs
+    two = {n: (200e-9 if n <= 32 else 1300e-9) for n in TASK_PROBE_OUTPUTS}
+    assert task_width_from_times(one, two) == 32
+    assert task_width_from_times(one, one) == max(TASK_PROBE_OUTPUTS)  # never split
+    # a width after the first split does not count, even if it looks like one task again
+    two[64] = 200e-9
+    assert task_width_from_times(one, two) == 32
+    assert task_width_from_times(one, {n: 1e-6 for n in one}) == 0  # split from the narrowest
+    assert task_width_from_times({4: 0.0}, {4: 0.0}) == 0  # nothing timed: nothing claimed
+    assert task_width_from_times({}, {}) == 0
+
+
+def test_the_task_width_probe_runs_on_the_real_runtime_and_agrees_with_its_own_times():
+    pytest.importorskip("ai_edge_litert")
+    widths, times = measure_task_widths(rounds=3)
+    assert set(widths) == set(TASK_FAMILIES) == set(times)
+    for suffix, width in widths.items():
+        one = {int(n): v for n, v in times[suffix]["1t"].items()}
+        two = {int(n): v for n, v in times[suffix]["2t"].items()}
+        assert sorted(one) == sorted(two) == list(TASK_PROBE_OUTPUTS)
+        assert all(v >= 0 for v in [*one.values(), *two.values()])
+        assert width == task_width_from_times(one, two)
