@@ -42,7 +42,13 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--budget", type=float, default=30.0, metavar="MIN", help="minutes in all (default 30)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the chain draws and the fit")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the chain draws and the fit (default 0; with --fit-only, the seed the "
+        "measurements were drawn with)",
+    )
     p.add_argument(
         "--family",
         default="auto",
@@ -110,7 +116,7 @@ def handler(args: argparse.Namespace) -> int:
             executors=args.executor,
             threads=args.threads,
             budget=args.budget * 60,
-            seed=args.seed,
+            seed=args.seed or 0,
             family=args.family,
             statistic=args.statistic,
             out_dir=args.out,
@@ -146,7 +152,7 @@ def _from_tables(args: argparse.Namespace) -> int:
             raise UsageError(f"--from-table {item!r}: expected TABLE=MODEL")
         pairs.append((table, model))
     pred = edgepart.fit_predictor_from_tables(
-        pairs, args.predictor_out, family=args.family, seed=args.seed
+        pairs, args.predictor_out, family=args.family, seed=args.seed or 0
     )
     for name, cp in sorted(pred.configs.items()):
         fam = cp.extra.get("families", {}).get(cp.family, {})

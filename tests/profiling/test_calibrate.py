@@ -259,6 +259,23 @@ def test_cli_fit_only_writes_the_same_predictor_twice(small_measurements, tmp_pa
     assert "xnnpack_1t:" in capsys.readouterr().out
 
 
+def test_cli_fit_only_fits_with_the_measurements_own_seed_unless_told(small_measurements,
+                                                                      tmp_path):  # fmt: skip
+    """A refit reproduces the calibration's file: its default seed is the one the measurements
+    were drawn (and first fitted) with, not 0."""
+    pytest.importorskip("sklearn")
+    meas, path = small_measurements
+    assert meas.seed == 3
+    files = {}
+    for name, extra in (("own", []), ("three", ["--seed", "3"]), ("zero", ["--seed", "0"])):
+        files[name] = tmp_path / f"{name}.json"
+        rc = main(["calibrate", "--host", "--fit-only", str(path), "--family", "gbt",
+                   "--predictor-out", str(files[name]), "--no-progress", *extra])  # fmt: skip
+        assert rc == 0
+    assert files["own"].read_bytes() == files["three"].read_bytes()
+    assert files["own"].read_bytes() != files["zero"].read_bytes()  # the seed does matter
+
+
 def test_measure_keeps_to_its_budget():
     cfg = MeasureConfig(configs=(("xnnpack", 1),), seed=5, batch=6, rounds=3, budget_s=6.0)
     t0 = time.monotonic()
