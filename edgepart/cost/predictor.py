@@ -726,6 +726,17 @@ def load_predictor(path: str | os.PathLike[str]) -> Predictor:
     return pred
 
 
+def _nonnegative_map(c: dict[str, Any], key: str, loc: str) -> dict[str, float]:
+    """``c[key]`` (absent: empty) as names to finite non-negative numbers, else one line."""
+    try:
+        out = {str(k): float(v) for k, v in dict(c.get(key, {})).items()}
+    except (TypeError, ValueError) as err:
+        raise PredictorError(f"{loc}.{key}: {err}") from None
+    if any(not math.isfinite(v) or v < 0 for v in out.values()):
+        raise PredictorError(f"{loc}.{key}: values must be finite, >= 0")
+    return out
+
+
 def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
     """Validate a parsed predictor document (see :func:`load_predictor`)."""
     if not isinstance(doc, dict):
@@ -763,18 +774,8 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             raise PredictorError(f"{loc}: threads must be >= 1 and overheads finite, >= 0")
         if any(not math.isfinite(v) or v < 0 for v in nodes.values()):
             raise PredictorError(f"{loc}.delegate_node_s: values must be finite, >= 0")
-        try:
-            control = {str(k): float(v) for k, v in dict(c.get("control_flow_s", {})).items()}
-        except (TypeError, ValueError) as err:
-            raise PredictorError(f"{loc}.control_flow_s: {err}") from None
-        if any(not math.isfinite(v) or v < 0 for v in control.values()):
-            raise PredictorError(f"{loc}.control_flow_s: values must be finite, >= 0")
-        try:
-            widths = {str(k): float(v) for k, v in dict(c.get("gemm_one_task_outputs", {})).items()}
-        except (TypeError, ValueError) as err:
-            raise PredictorError(f"{loc}.gemm_one_task_outputs: {err}") from None
-        if any(not math.isfinite(v) or v < 0 for v in widths.values()):
-            raise PredictorError(f"{loc}.gemm_one_task_outputs: values must be finite, >= 0")
+        control = _nonnegative_map(c, "control_flow_s", loc)
+        widths = _nonnegative_map(c, "gemm_one_task_outputs", loc)
         kernels = {}
         for t, kd in dict(c.get("kernels", {})).items():
             kernels[str(t)] = KernelModel.from_json(str(t), kd, f"{loc}.kernels.{t}")

@@ -322,35 +322,25 @@ def test_a_bad_batch_record_is_named_and_nothing_is_written(small_measurements, 
     assert err.count("\n") == 1 and not out.exists()
 
 
-@pytest.mark.parametrize("tile", [0, 2.5, "7", True])
-def test_a_bad_gemm_row_tile_is_named_and_nothing_is_written(small_measurements, tmp_path,
-                                                             capsys, tile):  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [("gemm_row_tile", v, "need an integer from 1 to 64") for v in (0, 2.5, "7", True)]
+    + [("gemm_task_outputs", v, "need an object of integers from 0")
+       for v in ({"": -1}, {"_q8": 2.5}, {"": True}, [32])],
+)  # fmt: skip
+def test_a_bad_gemm_tile_figure_is_named_and_nothing_is_written(
+    small_measurements, tmp_path, capsys, key, value, message
+):
     import copy
 
     meas = copy.deepcopy(small_measurements[0])
-    meas.host["gemm_row_tile"] = tile
+    meas.host[key] = value
     path = tmp_path / "m.npz"
     meas.save(path)
     out = tmp_path / "p.json"
     assert main(["calibrate", "--host", "--fit-only", str(path), "--predictor-out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"host.gemm_row_tile is {tile!r}; need an integer from 1 to 64" in err
-    assert err.count("\n") == 1 and not out.exists()
-
-
-@pytest.mark.parametrize("widths", [{"": -1}, {"_q8": 2.5}, {"": True}, [32]])
-def test_a_bad_gemm_task_width_is_named_and_nothing_is_written(small_measurements, tmp_path,
-                                                               capsys, widths):  # fmt: skip
-    import copy
-
-    meas = copy.deepcopy(small_measurements[0])
-    meas.host["gemm_task_outputs"] = widths
-    path = tmp_path / "m.npz"
-    meas.save(path)
-    out = tmp_path / "p.json"
-    assert main(["calibrate", "--host", "--fit-only", str(path), "--predictor-out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert f"host.gemm_task_outputs is {widths!r}; need an object of integers from 0" in err
+    assert f"host.{key} is {value!r}; {message}" in err
     assert err.count("\n") == 1 and not out.exists()
 
 
