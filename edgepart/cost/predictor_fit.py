@@ -65,7 +65,7 @@ from edgepart.cost.predictor import (
     basis_matrix,
     tree_matrix,
 )
-from edgepart.cost.xnn_tasks import gemm_type
+from edgepart.cost.xnn_tasks import gemm_row_tile
 from edgepart.errors import PredictorError, UsageError
 
 __all__ = [
@@ -151,7 +151,7 @@ def chain_data(
     external: Callable[[str, np.ndarray], np.ndarray | None] | None = None,
     min_rows: int = MIN_ROWS,
     reference: Callable[[str], KernelModel | None] | None = None,
-    row_tile: int = 1,
+    row_tile: int | Mapping[str, int] = 1,
 ) -> ChainData:
     """Arrays from ``(kernels, measured total, fixed cost, homogeneous class)`` per chain.
 
@@ -162,8 +162,9 @@ def chain_data(
     (``xnn.copy_q8`` -> ``xnn.copy``) when that class has enough. ``reference(type)`` may give
     the model another configuration has for a type (the same executor on one thread): the
     fit then scales it (module docstring), if every type has one. ``row_tile``: the rows of
-    the host's GEMM tile, by which XNNPACK matrix products count their MACs
-    (:func:`edgepart.cost.xnn_tasks.gemm_type`, :func:`edgepart.cost.predictor.basis_matrix`).
+    the host's GEMM tile, by which XNNPACK matrix products count their MACs; one for every
+    data type or one per kernel type suffix (:func:`edgepart.cost.xnn_tasks.gemm_row_tile`,
+    :func:`edgepart.cost.predictor.basis_matrix`).
     """
     counts: dict[str, int] = {}
     for k, _, _, _ in items:
@@ -217,8 +218,8 @@ def chain_data(
         homo,
         np.asarray(off, np.float64),
     )
-    if row_tile > 1:
-        d.row_tiles = {t: row_tile for t in types if gemm_type(t)}
+    d.row_tiles = {t: gemm_row_tile(t, row_tile) for t in types}
+    d.row_tiles = {t: tile for t, tile in d.row_tiles.items() if tile > 1}
     if reference is not None and types:
         refs = {t: reference(t) for t in types}
         if all(m is not None for m in refs.values()):

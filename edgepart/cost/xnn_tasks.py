@@ -56,9 +56,11 @@ __all__ = [
     "GEMM_SAFE_OUTPUTS",
     "LUT_TILE_BYTES",
     "gemm_one_task_outputs",
+    "gemm_row_tile",
     "gemm_type",
     "one_task",
     "one_task_of",
+    "type_suffix",
 ]
 
 EW_TILE_BYTES = 16 * 1024  # element-wise ops: bytes per task (XNNPACK's get_tile_size)
@@ -84,6 +86,28 @@ def gemm_type(typ: str) -> bool:
     (:mod:`edgepart.profiling.gemm_tiles`)."""
     prefix, _, cls = typ.partition(".")
     return prefix == "xnn" and "@" not in cls and cls.split("_")[0] in ("conv", "fc")
+
+
+def type_suffix(typ: str) -> str:
+    """The data-type suffix of kernel type ``typ`` (:mod:`edgepart.cost.kernels`): ``_q8``
+    (8-bit), ``_hy`` (float input, 8-bit weights) or ``""`` (float)."""
+    for suffix in ("_q8", "_hy"):
+        if typ.endswith(suffix):
+            return suffix
+    return ""
+
+
+def gemm_row_tile(typ: str, tiles: int | Mapping[str, int]) -> int:
+    """The rows of the GEMM tile kernels of ``typ`` compute at a time (1 for kernels that are
+    not XNNPACK matrix products): ``tiles`` is one tile for every data type, or one per kernel
+    type suffix as ``calibrate --host`` measures them
+    (:func:`edgepart.profiling.gemm_tiles.measure_row_tiles`; a suffix it did not measure
+    has the float tile)."""
+    if not gemm_type(typ):
+        return 1
+    if isinstance(tiles, int):
+        return tiles
+    return int(tiles.get(type_suffix(typ), tiles.get("", 1)))
 
 
 def one_task(
@@ -120,8 +144,8 @@ def one_task_of(
     rows = f[:, _F["rows"]]
     cout = f[:, _F["cout"]]
     outer_rows = rows / np.maximum(f[:, _F["w"]], 1.0)  # batch x output rows (NHWC)
-    q8 = cls.endswith("_q8")
-    suffix = "_q8" if q8 else ("_hy" if cls.endswith("_hy") else "")
+    suffix = type_suffix(cls)
+    q8 = suffix == "_q8"
     plain = cls.removesuffix("_q8")
     if plain == "dwconv":
         taps = f[:, _F["kh"]] * f[:, _F["kw"]]

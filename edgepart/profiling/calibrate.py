@@ -59,7 +59,7 @@ from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
 from edgepart.profiling._session import host_description
-from edgepart.profiling.gemm_tiles import measure_row_tile, measure_task_widths
+from edgepart.profiling.gemm_tiles import measure_row_tiles, measure_task_widths
 from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 from edgepart.profiling.timing import (
     LOOP_TRIPS,
@@ -283,6 +283,13 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
         raise PredictorError(
             f"{p}: host.gemm_row_tile is {tile!r}; need an integer from 1 to 64 (the rows of "
             "XNNPACK's GEMM tile that `calibrate --host` measured); measure again"
+        )
+    tiles = header.get("host", {}).get("gemm_row_tiles", {})
+    if not isinstance(tiles, dict) or not all(is_row_tile(v) for v in tiles.values()):
+        raise PredictorError(
+            f"{p}: host.gemm_row_tiles is {tiles!r}; need an object of integers from 1 to 64 "
+            "(the rows of XNNPACK's GEMM tile per data type that `calibrate --host` measured); "
+            "measure again"
         )
     widths = header.get("host", {}).get("gemm_task_outputs", {})
     if not isinstance(widths, dict) or not all(
@@ -646,11 +653,15 @@ def measure(
     rng = np.random.default_rng([cfg.seed, 7])
     meas = Measurements(host=host_info(), configs=list(cfg.configs), fixed={}, seed=cfg.seed)
     if any(ex == "xnnpack" for ex, _ in cfg.configs):
-        # the rows of XNNPACK's GEMM tile here: the fit counts GEMM kernels' MACs in whole
-        # tiles of rows (edgepart.profiling.gemm_tiles); under a second
-        tile, times = measure_row_tile()
-        meas.host["gemm_row_tile"] = tile
-        meas.host["gemm_row_tile_s"] = {str(r): float(v) for r, v in sorted(times.items())}
+        # the rows of XNNPACK's GEMM tile here, per data type: the fit counts GEMM kernels'
+        # MACs in whole tiles of rows (edgepart.profiling.gemm_tiles); 2 s. The float tile
+        # alone is also kept as `gemm_row_tile` (files before the per-type probe have only it)
+        tiles, times = measure_row_tiles()
+        meas.host["gemm_row_tile"] = tiles[""]
+        meas.host["gemm_row_tiles"] = tiles
+        meas.host["gemm_row_tile_s"] = {
+            suffix: {str(r): float(v) for r, v in sorted(t.items())} for suffix, t in times.items()
+        }
     if any(ex == "xnnpack" and th > 1 for ex, th in cfg.configs):
         # the widest one-row GEMM that runs as one task (never wakes the pool), per data type:
         # the multi-thread fit and predictions price such kernels as on one thread; 3 s

@@ -8,10 +8,15 @@ of its own. Measured on a Zen 4 guest (AVX-512, LiteRT 2.3.0, 2026-12-05), float
 the same steps (1.8, 4.9-5.1, 9.3-9.6, 13.8-14.1 us). A predictor that counts MACs row by row
 prices 2 rows at a seventh of 7 (``benchmarks/xnn_gemm_tiles.py`` prints both).
 
-:func:`measure_row_tile` times one float layer at 1 to 16 rows and :func:`row_tile_from_times`
-finds the step. ``calibrate --host`` records the result with its measurements; the fit then
-counts a GEMM kernel's MACs in whole tiles of rows
-(:func:`edgepart.cost.predictor.basis_matrix`).
+The tile differs by data type where the instruction set has its own 8-bit kernels: on an
+Intel Xeon with AMX (2026-12-05) float 512 -> 256 steps every 7 rows (12.0 us at 7 rows, 23.1
+at 8) and 8-bit and dynamically quantized ones every 16 (8-bit 2.9 us at 2 rows, 4.6 at 16,
+7.0 at 17, 8.2 at 32, 10.4 at 33: AMX tiles of 16 rows, whose time still grows with the rows
+inside a tile). :func:`measure_row_tiles` times one layer of each data type at 1 to 40 rows
+and :func:`row_tile_from_times` finds the step. ``calibrate --host`` records the tiles with
+its measurements; the fit then counts a GEMM kernel's MACs in whole tiles of its data type's
+rows (:func:`edgepart.cost.xnn_tasks.gemm_row_tile`,
+:func:`edgepart.cost.predictor.basis_matrix`).
 
 The *width* of a tile (``nr``, output channels) decides which one-row layers run as one task
 on several threads (:mod:`edgepart.cost.xnn_tasks`): such a layer never wakes the thread pool
@@ -30,70 +35,77 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from edgepart.ir.builder import ModelBuilder
-from edgepart.ir.dtypes import DType
 from edgepart.profiling import kernel_gen as kg
 from edgepart.profiling.timing import TimingConfig, prepare, run_rounds
 from edgepart.tflite.writer import write_model
 
 __all__ = [
     "PROBE_ROWS",
+    "STEP_OVER_SLOPE",
     "TASK_FAMILIES",
     "TASK_PROBE_OUTPUTS",
     "fc_model",
-    "measure_row_tile",
+    "measure_row_tiles",
     "measure_task_widths",
     "row_tile_from_times",
     "task_width_from_times",
 ]
 
-PROBE_ROWS = tuple(range(1, 17))
+PROBE_ROWS = tuple(range(1, 41))  # two steps of a 16-row tile, five of a 7-row one
 PROBE_K, PROBE_N = 512, 256  # weight-bound enough that a tile's time dwarfs the dispatch
-
-
-def _fc_model(rows: int) -> bytes:
-    mb = ModelBuilder(description="edgepart GEMM row-tile probe")
-    g = mb.subgraph("main")
-    x = g.input("x", DType.FLOAT32, (rows, PROBE_K))
-    rng = np.random.default_rng(0)
-    w = g.constant("w", rng.normal(0.0, 0.05, (PROBE_N, PROBE_K)).astype(np.float32))
-    y = g.tensor("y", DType.FLOAT32, (rows, PROBE_N))
-    g.op("FULLY_CONNECTED", [x, w, -1], [y])
-    g.output(y)
-    return write_model(mb.build())
+STEP_OVER_SLOPE = 3.0  # a tile's step is this many times the largest rise inside the tile
 
 
 def row_tile_from_times(times: Mapping[int, float]) -> int:
     """The rows per tile that times by row count show, or 1 if they show no clean step.
 
-    The tile is the last row count before the first jump (by at least half of what 2 rows
-    take) after 2 rows; it counts only if 2 to ``tile`` rows take the same time (within 15%)
-    and the row count after it at least 1.5 times as long.
+    The tile is the last row count ``a`` before the first jump after 2 rows (a rise by at
+    least half of what 2 rows take). It counts only if the jump is at least
+    :data:`STEP_OVER_SLOPE` times the largest rise from 2 to ``a`` rows (inside a tile the time
+    may still grow with the rows: the 8-bit tiles of AMX take 1.6 times as long at 16 rows as at
+    2), ``a + 1`` rows take at least 1.3 times what ``a`` take, and, where the times reach
+    ``2a + 1`` rows, the next tile steps up there too.
     """
     rows = sorted(r for r in times if r >= 2)
     if len(rows) < 3 or rows[0] != 2:
         return 1
     t2 = times[2]
+    rises: list[float] = []
     for a, b in itertools.pairwise(rows):
         if b != a + 1:
             return 1  # the probe's rows are consecutive; a gap hides where the step is
-        if times[b] - times[a] > 0.5 * t2:
-            flat = all(abs(times[r] / t2 - 1.0) <= 0.15 for r in rows if r <= a)
-            return a if flat and times[b] >= 1.5 * times[a] else 1
+        rise = times[b] - times[a]
+        if rise > 0.5 * t2:
+            slope = max(rises, default=0.0)
+            clean = rise >= STEP_OVER_SLOPE * slope and times[b] >= 1.3 * times[a]
+            if clean and 2 * a + 1 in times and 2 * a in times:
+                clean = times[2 * a + 1] - times[2 * a] >= max(0.5 * rise, STEP_OVER_SLOPE * slope)
+            return a if clean else 1
+        rises.append(rise)
     return 1
 
 
-def measure_row_tile(rounds: int = 7, sample_s: float = 2e-3) -> tuple[int, dict[int, float]]:
-    """Rows per GEMM tile of XNNPACK on one thread here, and the times it was found from
-    (the best of ``rounds`` interleaved samples of about ``sample_s`` each, on the thread's CPU
-    time: :mod:`edgepart.profiling.timing`)."""
+def measure_row_tiles(
+    rounds: int = 7, sample_s: float = 2e-3
+) -> tuple[dict[str, int], dict[str, dict[int, float]]]:
+    """Per kernel type suffix (``""`` float, ``_q8``, ``_hy``: :data:`TASK_FAMILIES`), the rows
+    of XNNPACK's GEMM tile on one thread here (:func:`row_tile_from_times`), and the times by
+    row count it was found from: one fully connected layer of 512 -> 256 at each of
+    :data:`PROBE_ROWS`, built as the calibration builds its layers of that data type, all
+    timed interleaved, best of ``rounds`` samples of about ``sample_s`` (the thread's CPU time:
+    :mod:`edgepart.profiling.timing`)."""
     cfg = TimingConfig(batch_s=sample_s, min_repeats=rounds, max_repeats=rounds)
-    timers = {r: prepare(_fc_model(r), "xnnpack", 1, cfg) for r in PROBE_ROWS}
+    timers = {
+        (suffix, r): prepare(fc_model(fam, r, PROBE_K, PROBE_N, 1), "xnnpack", 1, cfg)
+        for suffix, fam in TASK_FAMILIES.items()
+        for r in PROBE_ROWS
+    }
     run_rounds(list(timers.values()))
-    best = {r: t.stats().min_s for r, t in timers.items()}
-    return row_tile_from_times(best), best
+    times = {
+        suffix: {r: timers[(suffix, r)].stats().min_s for r in PROBE_ROWS}
+        for suffix in TASK_FAMILIES
+    }
+    return {suffix: row_tile_from_times(t) for suffix, t in times.items()}, times
 
 
 # kernel type suffix (:mod:`edgepart.cost.kernels`) -> the calibration sampler's family

@@ -148,9 +148,12 @@ def fit_host_predictor(
             def reference(typ: str, ref_cp: ConfigPredictor = ref_cp) -> KernelModel | None:
                 return ref_cp.model_for(typ)[0]
 
-        # XNNPACK's matrix products count MACs in whole tiles of rows (gemm_tiles); 1 for
-        # measurements taken before the probe existed
-        tile = meas.host.get("gemm_row_tile", 1) if ex == "xnnpack" else 1
+        # XNNPACK's matrix products count MACs in whole tiles of rows, per data type
+        # (gemm_tiles); measurements from before the per-type probe have the float tile only,
+        # those from before any probe none
+        tile: int | dict[str, int] = 1
+        if ex == "xnnpack":
+            tile = dict(meas.host.get("gemm_row_tiles") or {}) or meas.host.get("gemm_row_tile", 1)
         d = chain_data(items, external=external, reference=reference, row_tile=tile)
         models, rep = fit_config(
             name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress

@@ -338,6 +338,20 @@ def test_fits_given_the_hosts_row_tile_price_gemm_rows_in_steps():
     assert np.max(np.abs(plain["xnn.fc"].predict(x) / want - 1)) > 0.2
 
 
+def test_row_tiles_by_data_type_go_to_the_gemm_types_of_that_type():
+    """AMX computes 8-bit GEMMs in tiles of 16 rows and float ones in tiles of 7: per kernel
+    type suffix, a type without its own tile takes the float one, and no other kernel has any."""
+    types = ["xnn.fc", "xnn.conv_q8", "xnn.fc_hy", "xnn.dwconv_q8", "xnn.binary", "tfl.fc"]
+    feats = np.vstack([_gemm(1e6 * 3, 3) for _ in types])
+    items = [(kernels(types, feats), 1e-4, 1e-6, "")]
+    assert chain_data(items, row_tile={"": 7, "_q8": 16}).row_tiles == {
+        "xnn.fc": 7, "xnn.conv_q8": 16, "xnn.fc_hy": 7,
+    }  # fmt: skip
+    assert chain_data(items, row_tile=7).row_tiles == {t: 7 for t in types[:3]}
+    assert chain_data(items, row_tile={"": 1, "_hy": 16}).row_tiles == {"xnn.fc_hy": 16}
+    assert chain_data(items).row_tiles == {}
+
+
 def test_tree_inputs_add_the_channels_in_the_last_tile():
     from edgepart.cost.predictor import DERIVED, TREE_INPUTS, tree_matrix
 

@@ -108,8 +108,10 @@ def test_measurements_round_trip(small_measurements):
     assert "delegate_node" in back.fixed["xnnpack_1t"]
     assert meas.host["clocks"]["xnnpack_1t"] == "thread cpu time"
     # the GEMM row tile is measured and kept with the measurements (gemm_tiles)
-    assert back.host["gemm_row_tile"] == meas.host["gemm_row_tile"] >= 1
-    assert len(back.host["gemm_row_tile_s"]) == 16
+    assert back.host["gemm_row_tiles"] == meas.host["gemm_row_tiles"]
+    assert sorted(back.host["gemm_row_tiles"]) == ["", "_hy", "_q8"]
+    assert back.host["gemm_row_tile"] == meas.host["gemm_row_tiles"][""] >= 1
+    assert all(len(t) == 40 for t in back.host["gemm_row_tile_s"].values())
     # the one-task widths only with a multi-thread XNNPACK configuration (none here)
     assert "gemm_task_outputs" not in back.host
 
@@ -325,6 +327,8 @@ def test_a_bad_batch_record_is_named_and_nothing_is_written(small_measurements, 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [("gemm_row_tile", v, "need an integer from 1 to 64") for v in (0, 2.5, "7", True)]
+    + [("gemm_row_tiles", v, "need an object of integers from 1 to 64")
+       for v in ({"": 0}, {"_q8": 16.0}, {"_hy": 65}, [7])]
     + [("gemm_task_outputs", v, "need an object of integers from 0")
        for v in ({"": -1}, {"_q8": 2.5}, {"": True}, [32])],
 )  # fmt: skip

@@ -9,7 +9,7 @@ from edgepart.profiling.gemm_tiles import (
     PROBE_ROWS,
     TASK_FAMILIES,
     TASK_PROBE_OUTPUTS,
-    measure_row_tile,
+    measure_row_tiles,
     measure_task_widths,
     row_tile_from_times,
     task_width_from_times,
@@ -38,14 +38,34 @@ def test_times_without_a_clean_step_give_no_tile():
     assert row_tile_from_times({1: 1.0, 3: 2.0, 4: 2.0}) == 1
 
 
+def test_a_tile_whose_time_grows_with_its_rows_is_found_by_its_steps():
+    """AMX's 8-bit tiles of 16 rows, measured (2026-12-05, 8-bit 512 -> 256, us): the time grows
+    by a third inside a tile, and steps at 17 and 33 rows."""
+    amx = {1: 2.2, 2: 2.9, 3: 2.9, 4: 3.0, 5: 3.1, 6: 3.2, 7: 3.2, 8: 3.3, 9: 3.3, 10: 3.4,
+           11: 3.6, 12: 3.7, 13: 4.2, 14: 4.3, 15: 4.5, 16: 4.6}  # fmt: skip
+    amx.update({r: 6.6 + 0.1 * (r - 17) for r in range(17, 33)})
+    amx.update({r: 10.4 + 0.1 * (r - 33) for r in range(33, 41)})
+    assert row_tile_from_times(amx) == 16
+    # a rise inside the tile more than 1 / STEP_OVER_SLOPE of the step: no clean tile
+    assert row_tile_from_times({**amx, 10: 4.4}) == 1
+    # a jump that does not keep 1.3 times the time before it
+    assert row_tile_from_times({**amx, 17: 5.9}) == 1
+    # a step that does not come again a tile later is not a tile
+    assert row_tile_from_times({**amx, **{r: 7.0 for r in range(17, 41)}}) == 1
+    # where the probe stops before the second step, the first decides
+    assert row_tile_from_times({r: v for r, v in amx.items() if r <= 20}) == 16
+
+
 def test_the_probe_runs_on_the_real_runtime_and_agrees_with_its_own_times():
     pytest.importorskip("ai_edge_litert")
-    tile, times = measure_row_tile(rounds=3)
-    assert sorted(times) == list(PROBE_ROWS)
-    assert all(t > 0 for t in times.values())
-    assert tile == row_tile_from_times(times)
-    if tile > 1:  # the step it reports is in the times
-        assert times[tile + 1] >= 1.5 * times[tile]
+    tiles, times = measure_row_tiles(rounds=3)
+    assert sorted(tiles) == sorted(times) == sorted(TASK_FAMILIES)
+    for suffix, tile in tiles.items():
+        assert sorted(times[suffix]) == list(PROBE_ROWS)
+        assert all(t > 0 for t in times[suffix].values())
+        assert tile == row_tile_from_times(times[suffix])
+        if tile > 1:  # the step it reports is in the times
+            assert times[suffix][tile + 1] >= 1.3 * times[suffix][tile]
 
 
 def test_the_task_width_is_the_widest_layer_before_the_first_split():
