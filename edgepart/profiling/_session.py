@@ -6,6 +6,7 @@ import logging
 import os
 import platform
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +25,7 @@ from edgepart.tflite.writer import write_model
 if TYPE_CHECKING:
     from edgepart.profiling.host import ProfileConfig
 
-__all__ = ["Session", "activation_names", "host_description", "stat_value"]
+__all__ = ["Session", "activation_names", "cache_bytes", "host_description", "stat_value"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,34 @@ def host_description() -> str:
     return f"host {platform.machine()} {cpu}, {os.cpu_count()} cores"
 
 
+def cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[int, int]:
+    """Bytes of the data (or unified) cache at each level that CPU 0 sees, as Linux reports
+    them (``{1: 49152, 2: 2097152, 3: 314572800}``; empty where the kernel says nothing)."""
+    out: dict[int, int] = {}
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return out
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    for name in names:
+        try:
+            with open(os.path.join(root, name, "type"), encoding="ascii") as f:
+                kind = f.read().strip()
+            with open(os.path.join(root, name, "level"), encoding="ascii") as f:
+                level = int(f.read())
+            with open(os.path.join(root, name, "size"), encoding="ascii") as f:
+                size = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if kind not in ("Data", "Unified") or not size:
+            continue
+        mult = units.get(size[-1], 1)
+        digits = size[:-1] if size[-1] in units else size
+        if digits.isdigit():
+            out[level] = int(digits) * mult
+    return out
+
+
 def stat_value(stats: Stats, statistic: str) -> float:
     return {"median": stats.median_s, "p10": stats.p10_s, "min": stats.min_s}[statistic]
 
@@ -58,6 +87,8 @@ class Session:
         self.sigs: list[OpSig] = op_signatures(self.sg)
         self.work: OpWork = op_work(self.sg, model)
         self.timers: dict[str, Timer] = {}
+        self.sizes: dict[str, int] = {}  # bytes of each timed unit's model
+        self.ops_of: dict[str, set[frozenset[int]]] = {}  # the ops of every unit of a key
         self.errors: dict[str, str] = {}
         self.overhead_s = 0.0
         self.node_s = 0.0  # one delegate node (XNNPACK partition) beyond a bare invocation
@@ -72,10 +103,12 @@ class Session:
 
     def prepare(self, u: Unit) -> Timer | None:
         key = self.key(u)[0]
+        self.ops_of.setdefault(key, set()).add(frozenset(u.ops))
         if key in self.timers or key in self.errors:
             return self.timers.get(key)
         try:
             content = write_model(standalone_model(self.model, list(u.ops), list(u.helpers)))
+            self.sizes[key] = len(content)
             self.timers[key] = prepare(
                 content, self.cfg.executor, self.cfg.threads, self.cfg.timing, self.values
             )
@@ -83,6 +116,17 @@ class Session:
             self.errors[key] = str(e)
             log.warning("cannot time %s: %s", [self.sg.describe_op(i) for i in u.ops], e)
         return self.timers.get(key)
+
+    def warm_keys(self, big: Callable[[int], bool]) -> set[str]:
+        """Keys of the timers to time in warm blocks: those whose models are ``big`` (by their
+        bytes), and every unit inside one of them, so that a pair and its members, whose times
+        are subtracted (fusion, context), are measured alike."""
+        keys = {k for k, n in self.sizes.items() if k in self.timers and big(n)}
+        outer = [ops for k in keys for ops in self.ops_of[k]]
+        for k, sets in self.ops_of.items():
+            if k in self.timers and any(a <= b for a in sets for b in outer):
+                keys.add(k)
+        return keys
 
     def prepare_ops(self, ops: list[int], helpers: list[int]) -> Timer | None:
         """A timer of an arbitrary convex set of ops (a segment), or None if it cannot run."""

@@ -198,3 +198,67 @@ def test_ops_missing_from_a_table_never_cost_inf(corpus):
     assert np.isfinite(gc.latency).all()
     whole = gc.partition_latency(range(m.main.num_ops), "cpu")
     assert math.isfinite(whole.seconds) and whole.source == "interpolated"
+
+
+def test_cache_sizes_are_read_from_sysfs(tmp_path):
+    from edgepart.profiling._session import cache_bytes
+
+    for idx, (level, kind, size) in enumerate(
+        [(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "2048K"),
+         (3, "Unified", "307200K"), (4, "Unified", "bogus")]
+    ):  # fmt: skip
+        d = tmp_path / f"index{idx}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert cache_bytes(str(tmp_path)) == {1: 48 << 10, 2: 2 << 20, 3: 300 << 20}
+    assert cache_bytes(str(tmp_path / "none")) == {}
+
+
+def test_only_units_past_the_core_cache_of_models_within_the_last_level_are_timed_warm():
+    from edgepart.profiling.host import _times_warm
+
+    caches = {1: 48 << 10, 2: 2 << 20, 3: 300 << 20}
+    assert _times_warm(27 << 20, 30 << 20, caches)
+    assert not _times_warm(1 << 20, 30 << 20, caches)  # fits the core's own cache
+    assert not _times_warm(27 << 20, 400 << 20, caches)  # the model streams from memory
+    assert not _times_warm(27 << 20, 30 << 20, {1: 48 << 10, 2: 2 << 20})  # no last level
+    assert not _times_warm(27 << 20, 30 << 20, {})
+
+
+def test_units_timed_warm_get_their_samples_in_blocks(monkeypatch):
+    """With a core cache of 16 bytes every unit of a small model is past it: all are timed in
+    blocks beside the whole model, none in the rounds, and the table still covers the model."""
+    import edgepart.profiling.host as host
+
+    monkeypatch.setattr(host, "cache_bytes", lambda: {1: 16, 2: 16, 3: 1 << 30})
+    m = conv_chain(n=2)
+    res = profile_model(m, ProfileConfig(executor="xnnpack", timing=FAST), name="chain")
+    assert all(u.stats is not None for u in res.units)
+    # blocks give each timer at least the whole model's minimum of samples
+    assert min(u.stats.count for u in res.units) >= host._WHOLE_MIN_SAMPLES
+    assert np.isfinite(res.predicted) and res.predicted > 0
+    monkeypatch.setattr(host, "cache_bytes", dict)
+    res = profile_model(m, ProfileConfig(executor="xnnpack", timing=FAST), name="chain")
+    assert max(u.stats.count for u in res.units) < host._WHOLE_MIN_SAMPLES
+
+
+def test_the_members_of_a_warm_pair_are_timed_warm_too():
+    """A context pair or fusion candidate is compared with its members by subtraction: when the
+    pair is past the core's cache, its members are timed in blocks as well, whatever their
+    size; other small units stay in the rounds."""
+    from edgepart.profiling._session import Session
+
+    s = Session.__new__(Session)
+    s.timers = {k: object() for k in ("big", "a", "b", "pair", "other")}  # type: ignore[misc]
+    s.sizes = {"big": 9000, "a": 10, "b": 10, "pair": 9010, "other": 10}
+    s.ops_of = {
+        "big": {frozenset({4})},
+        "a": {frozenset({0}), frozenset({7})},
+        "b": {frozenset({1})},
+        "pair": {frozenset({0, 1})},
+        "other": {frozenset({2})},
+    }
+    assert s.warm_keys(lambda n: n > 1000) == {"big", "pair", "a", "b"}
+    assert s.warm_keys(lambda n: False) == set()
