@@ -654,7 +654,7 @@ def measure(
     meas = Measurements(host=host_info(), configs=list(cfg.configs), fixed={}, seed=cfg.seed)
     if any(ex == "xnnpack" for ex, _ in cfg.configs):
         # the rows of XNNPACK's GEMM tile here, per data type: the fit counts GEMM kernels'
-        # MACs in whole tiles of rows (edgepart.profiling.gemm_tiles); 2 s. The float tile
+        # MACs in whole tiles of rows (edgepart.profiling.gemm_tiles); 3 s. The float tile
         # alone is also kept as `gemm_row_tile` (files before the per-type probe have only it)
         tiles, times = measure_row_tiles()
         meas.host["gemm_row_tile"] = tiles[""]

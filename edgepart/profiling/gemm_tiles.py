@@ -31,17 +31,18 @@ them; ``calibrate --host`` records them and the multi-thread predictors use them
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from edgepart.profiling import kernel_gen as kg
 from edgepart.profiling.timing import TimingConfig, prepare, run_rounds
 from edgepart.tflite.writer import write_model
 
 __all__ = [
+    "MAX_RESIDUAL",
     "PROBE_ROWS",
-    "STEP_OVER_SLOPE",
     "TASK_FAMILIES",
     "TASK_PROBE_OUTPUTS",
     "fc_model",
@@ -53,40 +54,53 @@ __all__ = [
 
 PROBE_ROWS = tuple(range(1, 41))  # two steps of a 16-row tile, five of a 7-row one
 PROBE_K, PROBE_N = 512, 256  # weight-bound enough that a tile's time dwarfs the dispatch
-STEP_OVER_SLOPE = 3.0  # a tile's step is this many times the largest rise inside the tile
+MAX_RESIDUAL = 0.8  # a tile must explain the times this much better than a line does
+MAX_TILE = 24
 
 
 def row_tile_from_times(times: Mapping[int, float]) -> int:
     """The rows per tile that times by row count show, or 1 if they show no clean step.
 
-    The tile is the last row count ``a`` before the first jump after 2 rows (a rise by at
-    least half of what 2 rows take). It counts only if the jump is at least
-    :data:`STEP_OVER_SLOPE` times the largest rise from 2 to ``a`` rows (inside a tile the time
-    may still grow with the rows: the 8-bit tiles of AMX take 1.6 times as long at 16 rows as at
-    2), ``a + 1`` rows take at least 1.3 times what ``a`` take, and, where the times reach
-    ``2a + 1`` rows, the next tile steps up there too.
+    From 2 rows on (one row runs a kernel of its own), the times are fitted by least squares
+    as ``a + c * rows + b * ceil(rows / T)`` for every tile ``T`` the rows cover twice over
+    (``2T + 1`` rows timed, up to :data:`MAX_TILE`), and by the line ``a + c * rows``. The
+    tile is the ``T`` with the smallest absolute residual, if that residual is at most
+    :data:`MAX_RESIDUAL` of the line's, its step ``b`` is positive and at least three rows'
+    worth of ``c`` and a fifth of what 2 rows take. A fit over all rows, not the first jump:
+    the samples of a calibration's first seconds are noisy (a 16-row 8-bit layer once took
+    6.4 us between 5.0 at 15 rows and 7.5 at 17), and the time may still grow inside a tile
+    (AMX: 8-bit 2.9 us at 2 rows, 4.6 at 16).
     """
-    rows = sorted(r for r in times if r >= 2)
-    if len(rows) < 3 or rows[0] != 2:
+    rows = np.array(sorted(r for r in times if r >= 2), dtype=np.float64)
+    if len(rows) < 6 or not all(np.isfinite(times[int(r)]) for r in rows):
         return 1
-    t2 = times[2]
-    rises: list[float] = []
-    for a, b in itertools.pairwise(rows):
-        if b != a + 1:
-            return 1  # the probe's rows are consecutive; a gap hides where the step is
-        rise = times[b] - times[a]
-        if rise > 0.5 * t2:
-            slope = max(rises, default=0.0)
-            clean = rise >= STEP_OVER_SLOPE * slope and times[b] >= 1.3 * times[a]
-            if clean and 2 * a + 1 in times and 2 * a in times:
-                clean = times[2 * a + 1] - times[2 * a] >= max(0.5 * rise, STEP_OVER_SLOPE * slope)
-            return a if clean else 1
-        rises.append(rise)
-    return 1
+    t = np.array([times[int(r)] for r in rows], dtype=np.float64)
+
+    def fit(cols: list[np.ndarray]) -> tuple[float, np.ndarray]:
+        a = np.column_stack(cols)
+        coef = np.linalg.lstsq(a, t, rcond=None)[0]
+        return float(np.abs(t - a @ coef).sum()), coef
+
+    ones = np.ones_like(rows)
+    line, _ = fit([ones, rows])
+    if line <= 1e-6 * float(np.abs(t).sum()):
+        return 1  # a line (or a constant) explains the times: no steps
+    best, tile, step, slope = line, 1, 0.0, 0.0
+    for cand in range(2, MAX_TILE + 1):
+        if 2 * cand + 1 > rows[-1]:
+            break
+        r, coef = fit([ones, rows, np.ceil(rows / cand)])
+        if r < best:
+            best, tile, slope, step = r, cand, float(coef[1]), float(coef[2])
+    if tile == 1 or best > MAX_RESIDUAL * line:
+        return 1
+    if step <= 0 or step < 3 * max(slope, 0.0) or step < 0.2 * t[0]:
+        return 1
+    return tile
 
 
 def measure_row_tiles(
-    rounds: int = 7, sample_s: float = 2e-3
+    rounds: int = 11, sample_s: float = 2e-3
 ) -> tuple[dict[str, int], dict[str, dict[int, float]]]:
     """Per kernel type suffix (``""`` float, ``_q8``, ``_hy``: :data:`TASK_FAMILIES`), the rows
     of XNNPACK's GEMM tile on one thread here (:func:`row_tile_from_times`), and the times by

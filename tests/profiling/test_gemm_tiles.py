@@ -3,6 +3,7 @@ by output count, and both measured on the real runtime."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from edgepart.profiling.gemm_tiles import (
@@ -20,40 +21,58 @@ def staircase(tile: int, one: float = 5.0, step: float = 16.0) -> dict[int, floa
     return {r: one if r == 1 else step * -(-r // tile) for r in PROBE_ROWS}
 
 
-@pytest.mark.parametrize("tile", [4, 6, 7, 8])
-def test_the_tile_is_the_last_row_count_before_the_first_step(tile):
+@pytest.mark.parametrize("tile", [4, 6, 7, 8, 16])
+def test_the_tile_is_the_step_of_the_times(tile):
     assert row_tile_from_times(staircase(tile)) == tile
 
 
-def test_times_without_a_clean_step_give_no_tile():
-    linear = {r: 2.0 * r for r in PROBE_ROWS}  # every row costs the same: no tiles seen
-    assert row_tile_from_times(linear) == 1
-    flat = {r: 10.0 for r in PROBE_ROWS}
-    assert row_tile_from_times(flat) == 1
-    ramp = staircase(7)
-    ramp[4] = 22.0  # 2 to 7 rows not alike: not a tile's plateau
-    assert row_tile_from_times(ramp) == 1
-    gap = {r: v for r, v in staircase(7).items() if r != 8}
-    assert row_tile_from_times(gap) == 1  # where the step is, is not known
-    assert row_tile_from_times({1: 1.0, 3: 2.0, 4: 2.0}) == 1
+def test_times_without_steps_give_no_tile():
+    assert row_tile_from_times({r: 2.0 * r for r in PROBE_ROWS}) == 1  # every row alike
+    assert row_tile_from_times({r: 10.0 for r in PROBE_ROWS}) == 1
+    assert row_tile_from_times({1: 1.0, 3: 2.0, 4: 2.0}) == 1  # too few rows
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # a line or a constant with 5% noise never shows a tile
+        line = {r: 2.0 * r * (1 + 0.05 * rng.standard_normal()) for r in PROBE_ROWS}
+        assert row_tile_from_times(line) == 1
+        flat = {r: 10.0 * (1 + 0.05 * rng.standard_normal()) for r in PROBE_ROWS}
+        assert row_tile_from_times(flat) == 1
+
+
+def test_the_tile_survives_an_outlier_a_missing_row_and_noise():
+    odd = staircase(7)
+    odd[4] = 22.0  # one slow sample inside a tile
+    assert row_tile_from_times(odd) == 7
+    assert row_tile_from_times({r: v for r, v in staircase(7).items() if r != 8}) == 7
+    rng = np.random.default_rng(1)
+    for tile in (7, 16):
+        for _ in range(20):  # 5% noise on every time (more than the probe's best-of-rounds has)
+            noisy = {r: v * (1 + 0.05 * rng.standard_normal()) for r, v in staircase(tile).items()}
+            assert row_tile_from_times(noisy) == tile
+
+
+# us by rows, one layer of 512 -> 256, Intel Xeon with AMX (2026-12-05): measured at leisure,
+# and in a calibration's first seconds (noisy: 16 rows 6.4 us between 5.0 and 7.5)
+AMX_8BIT = {1: 2.2, 2: 2.9, 3: 2.9, 4: 3.0, 5: 3.1, 6: 3.2, 7: 3.2, 8: 3.3, 9: 3.3, 10: 3.4,
+            11: 3.6, 12: 3.7, 13: 4.2, 14: 4.3, 15: 4.5, 16: 4.6, 17: 7.0, 18: 6.9, 19: 7.1,
+            20: 7.0, 21: 7.3, 22: 7.0, 23: 7.3, 24: 6.6, 25: 6.6, 26: 7.8, 27: 7.6, 28: 7.8,
+            29: 7.9, 30: 8.0, 31: 8.1, 32: 8.2, 33: 10.4, 34: 10.6, 35: 10.7, 36: 10.3,
+            37: 10.9, 38: 10.5, 39: 11.0, 40: 11.0}  # fmt: skip
+AMX_8BIT_NOISY = {1: 2.3, 2: 3.1, 3: 3.1, 4: 3.1, 5: 3.1, 6: 3.2, 7: 3.2, 8: 3.3, 9: 3.3, 10: 3.5,
+                  11: 3.6, 12: 3.8, 13: 4.3, 14: 4.5, 15: 5.0, 16: 6.4, 17: 7.5, 18: 7.2,
+                  19: 7.3, 20: 7.9, 21: 7.5, 22: 6.6, 23: 7.0, 24: 8.1, 25: 7.3, 26: 8.8,
+                  27: 8.1, 28: 8.2, 29: 9.8, 30: 8.7, 31: 8.3, 32: 8.3, 33: 11.3, 34: 11.2,
+                  35: 11.7, 36: 11.0, 37: 11.0, 38: 11.5, 39: 12.8, 40: 13.2}  # fmt: skip
 
 
 def test_a_tile_whose_time_grows_with_its_rows_is_found_by_its_steps():
-    """AMX's 8-bit tiles of 16 rows, measured (2026-12-05, 8-bit 512 -> 256, us): the time grows
-    by a third inside a tile, and steps at 17 and 33 rows."""
-    amx = {1: 2.2, 2: 2.9, 3: 2.9, 4: 3.0, 5: 3.1, 6: 3.2, 7: 3.2, 8: 3.3, 9: 3.3, 10: 3.4,
-           11: 3.6, 12: 3.7, 13: 4.2, 14: 4.3, 15: 4.5, 16: 4.6}  # fmt: skip
-    amx.update({r: 6.6 + 0.1 * (r - 17) for r in range(17, 33)})
-    amx.update({r: 10.4 + 0.1 * (r - 33) for r in range(33, 41)})
-    assert row_tile_from_times(amx) == 16
-    # a rise inside the tile more than 1 / STEP_OVER_SLOPE of the step: no clean tile
-    assert row_tile_from_times({**amx, 10: 4.4}) == 1
-    # a jump that does not keep 1.3 times the time before it
-    assert row_tile_from_times({**amx, 17: 5.9}) == 1
+    """AMX's 8-bit tiles of 16 rows: the time grows by half inside a tile and steps at 17 and
+    33 rows; found from clean and from noisy times alike."""
+    assert row_tile_from_times(AMX_8BIT) == 16
+    assert row_tile_from_times(AMX_8BIT_NOISY) == 16
     # a step that does not come again a tile later is not a tile
-    assert row_tile_from_times({**amx, **{r: 7.0 for r in range(17, 41)}}) == 1
-    # where the probe stops before the second step, the first decides
-    assert row_tile_from_times({r: v for r, v in amx.items() if r <= 20}) == 16
+    assert row_tile_from_times({**AMX_8BIT, **{r: 7.0 for r in range(17, 41)}}) == 1
+    # rows that do not reach two tiles show no tile
+    assert row_tile_from_times({r: v for r, v in AMX_8BIT.items() if r <= 20}) == 1
 
 
 def test_the_probe_runs_on_the_real_runtime_and_agrees_with_its_own_times():
@@ -65,7 +84,7 @@ def test_the_probe_runs_on_the_real_runtime_and_agrees_with_its_own_times():
         assert all(t > 0 for t in times[suffix].values())
         assert tile == row_tile_from_times(times[suffix])
         if tile > 1:  # the step it reports is in the times
-            assert times[suffix][tile + 1] >= 1.3 * times[suffix][tile]
+            assert times[suffix][2 * tile + 1] > times[suffix][tile + 1] > times[suffix][tile]
 
 
 def test_the_task_width_is_the_widest_layer_before_the_first_split():
