@@ -218,8 +218,7 @@ def chain_data(
         homo,
         np.asarray(off, np.float64),
     )
-    d.row_tiles = {t: gemm_row_tile(t, row_tile) for t in types}
-    d.row_tiles = {t: tile for t, tile in d.row_tiles.items() if tile > 1}
+    d.row_tiles = {t: n for t in types if (n := gemm_row_tile(t, row_tile)) > 1}
     if reference is not None and types:
         refs = {t: reference(t) for t in types}
         if all(m is not None for m in refs.values()):

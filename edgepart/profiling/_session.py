@@ -7,6 +7,7 @@ import os
 import platform
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,20 +56,15 @@ def cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[int, i
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     for name in names:
         try:
-            with open(os.path.join(root, name, "type"), encoding="ascii") as f:
-                kind = f.read().strip()
-            with open(os.path.join(root, name, "level"), encoding="ascii") as f:
-                level = int(f.read())
-            with open(os.path.join(root, name, "size"), encoding="ascii") as f:
-                size = f.read().strip()
-        except (OSError, ValueError):
+            kind, level, size = (
+                Path(root, name, f).read_text(encoding="ascii").strip()
+                for f in ("type", "level", "size")
+            )
+        except OSError:
             continue
-        if kind not in ("Data", "Unified") or not size:
-            continue
-        mult = units.get(size[-1], 1)
-        digits = size[:-1] if size[-1] in units else size
-        if digits.isdigit():
-            out[level] = int(digits) * mult
+        digits = size[:-1] if size[-1:] in units else size
+        if kind in ("Data", "Unified") and level.isdigit() and digits.isdigit():
+            out[int(level)] = int(digits) * units.get(size[-1:], 1)
     return out
 
 

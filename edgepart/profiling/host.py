@@ -323,7 +323,7 @@ def _times_warm(unit_bytes: int, model_bytes: int, caches: Mapping[int, int]) ->
     rounds: it is larger than a core's second-level cache and the whole model
     (``model_bytes``) fits the last level (``caches``: :func:`cache_bytes`; no blocks where
     the sizes are unknown)."""
-    if 2 not in caches or len(caches) < 3:
+    if 2 not in caches or max(caches) <= 2:
         return False
     return unit_bytes > caches[2] and model_bytes <= caches[max(caches)]
 
