@@ -4,8 +4,9 @@ The rule behind :func:`edgepart.cost.xnn_tasks.one_task`, which multi-thread pre
 price such kernels with their one-thread model, checked on the real runtime: for each case a
 model of ``N`` identical kernels and one of a single kernel are timed with ai-edge-litert
 (XNNPACK, 1 and 2 threads, back-to-back invocations, best of several rounds); the difference
-over ``N - 1`` is the time per kernel. Printed per case: what ``one_task`` says, the time per
-kernel on one and two threads, and their ratio.
+over ``N - 1`` is the time per kernel (per layer, where a layer is several kernels: then "one
+task" means all of them). Printed per case: what ``one_task`` says, the time per kernel on
+one and two threads, and their ratio.
 
 One-task kernels should show a ratio near 1.0 (the pool is never woken); split kernels below
 1.0 when the second thread pays off, above it when waking and joining the pool costs more than
@@ -93,6 +94,29 @@ def fc(rows: int, n: int) -> Layer:
     return f
 
 
+def rotate(shape: tuple[int, ...], axis: int) -> Layer:
+    """Two slices of ``shape`` along ``axis`` (all but the first element, the first) joined
+    again: three kernels, the state update of a streaming layer."""
+
+    def f(g: SubgraphBuilder, x: int, k: int) -> int:
+        n = shape[axis]
+        parts = []
+        for j, (lo, hi) in enumerate(((1, n), (0, 1))):
+            begin = [0] * len(shape)
+            begin[axis] = lo
+            size = list(shape)
+            size[axis] = hi - lo
+            t = g.tensor(f"s{k}_{j}", F32, tuple(size))
+            g.op("SLICE", [x, g.constant(f"b{k}_{j}", np.array(begin, np.int32)),
+                           g.constant(f"z{k}_{j}", np.array(size, np.int32))], [t])  # fmt: skip
+            parts.append(t)
+        y = g.tensor(f"y{k}", F32, shape)
+        g.op("CONCATENATION", parts, [y], options={"axis": axis})
+        return y
+
+    return f
+
+
 CASES: list[tuple[str, tuple[int, ...], Layer]] = [
     ("ADD 16 KiB", (1, 4096), add((1, 4096))),
     ("ADD 64 KiB", (1, 16384), add((1, 16384))),
@@ -102,6 +126,10 @@ CASES: list[tuple[str, tuple[int, ...], Layer]] = [
     ("depthwise 3x3, 8 rows of 8, 64 ch", (1, 8, 8, 64), dwconv((1, 8, 8, 64), (3, 3))),
     ("fully connected 1 x 8 -> 8", (1, 8), fc(1, 8)),
     ("fully connected 1 x 128 -> 128", (1, 128), fc(1, 128)),
+    ("slices + concat, frames of 20 x 64", (1, 20, 1, 64), rotate((1, 20, 1, 64), 1)),
+    ("slices + concat, frames of 65 x 64", (1, 65, 1, 64), rotate((1, 65, 1, 64), 1)),
+    ("slices + concat, frames of 66 x 64", (1, 66, 1, 64), rotate((1, 66, 1, 64), 1)),
+    ("slices + concat, channels of 2 x 2 x 64", (1, 2, 2, 64), rotate((1, 2, 2, 64), 3)),
 ]
 
 
@@ -134,7 +162,7 @@ def main() -> None:
     for name, shape, layer in CASES:
         long, short = stack(shape, n, layer), stack(shape, 1, layer)
         k = decompose(read_model_bytes(short), "xnnpack")
-        claim = bool(one_task(k.types, k.features)[0]) if len(k) else False
+        claim = bool(one_task(k.types, k.features).all()) if len(k) else False
         t = {
             th: (per_run_ns(long, th, args.rounds, args.reps)
                  - per_run_ns(short, th, args.rounds, args.reps)) / (n - 1)

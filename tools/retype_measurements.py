@@ -9,9 +9,14 @@ kernel_gen.build_chain`, deterministic), decomposes it again and writes the meas
 the new types. The features must come out identical (the script stops otherwise: then the
 chains have to be measured again). Refit the output with ``calibrate --host --fit-only``.
 
+``--geometry``: the rules that derive a kernel's geometric features (rows, reduction length,
+kernel size ...) changed too, as when a slice's rows became its contiguous runs: those features
+are re-derived as well. The kernels and their work (bytes, MACs, data type, footprint) must
+still come out identical, since the timings are of the same chains.
+
 Usage::
 
-    python tools/retype_measurements.py IN.measurements.npz OUT.measurements.npz
+    python tools/retype_measurements.py [--geometry] IN.measurements.npz OUT.measurements.npz
 """
 
 from __future__ import annotations
@@ -21,14 +26,19 @@ import sys
 
 import numpy as np
 
-from edgepart.cost.kernels import decompose
+from edgepart.cost.kernels import FEATURES, decompose
 from edgepart.errors import EdgepartError
 from edgepart.profiling.calibrate import load_measurements
 from edgepart.profiling.kernel_gen import build_chain
 
+# the features a kernel's work sets: these must never change under re-derivation
+WORK = [FEATURES.index(n) for n in ("in_bytes", "w_bytes", "out_bytes", "macs", "dtype",
+                                    "ctx_bytes")]  # fmt: skip
 
-def retype(src: str, dst: str) -> int:
-    """Write ``src``'s measurements to ``dst`` with re-derived kernel types; chains changed."""
+
+def retype(src: str, dst: str, *, geometry: bool = False) -> int:
+    """Write ``src``'s measurements to ``dst`` with re-derived kernel types (and geometric
+    features, with ``geometry``); chain decompositions changed."""
     meas = load_measurements(src)
     changed = 0
     for c in meas.chains:
@@ -37,17 +47,21 @@ def retype(src: str, dst: str) -> int:
         model = build_chain(c.spec)
         for ex, k in sorted(c.kernels.items()):
             new = decompose(model, ex)
+            cols = WORK if geometry else slice(None)
             same = len(new.types) == len(k.types) and np.array_equal(
-                new.features, k.features, equal_nan=True
+                new.features[:, cols], k.features[:, cols], equal_nan=True
             )
             if not same:
+                what = "kernels or their work" if geometry else "kernels' features"
                 raise SystemExit(
-                    f"chain seed {c.spec.seed} ({ex}): the kernels' features changed, not only "
+                    f"chain seed {c.spec.seed} ({ex}): the {what} changed, not only "
                     "their types; measure again (edgepart calibrate --host)"
                 )
-            if new.types != k.types:
+            moved = not np.array_equal(new.features, k.features, equal_nan=True)
+            if new.types != k.types or moved:
                 changed += 1
                 k.types = list(new.types)
+                k.features = new.features
     meas.save(dst)
     return changed
 
@@ -56,9 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("src", help="measurements (.npz) written by edgepart calibrate --host")
     ap.add_argument("dst", help="where to write the retyped measurements (.npz)")
+    ap.add_argument(
+        "--geometry", action="store_true", help="re-derive the geometric features as well"
+    )
     args = ap.parse_args(argv)
     try:
-        n = retype(args.src, args.dst)
+        n = retype(args.src, args.dst, geometry=args.geometry)
     except EdgepartError as err:  # a missing or foreign file: one line, as the CLI says it
         print(f"retype_measurements: error: {err}", file=sys.stderr)
         return 2

@@ -914,6 +914,16 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
             if cls == "concat"
             else float(len(s.outputs))
         )
+    elif cls == "slice" and yshape and len(yshape) == len(xshape):
+        # runs of the output that are contiguous in the input: the dimensions the slice keeps
+        # whole, from the last one, and the first it cuts (XNNPACK copies a run per task)
+        run = 1
+        for o, i in zip(reversed(yshape), reversed(xshape), strict=True):
+            run *= o
+            if o != i:
+                break
+        g["red"] = float(run)
+        g["rows"] = float(_numel(yshape) // run)
     elif name == "Mfcc" and len(yshape) >= 2 and xshape:
         # per frame: a mel filterbank over the spectrogram's bins into "cin" channels, then a
         # DCT of those to "cout" coefficients (TFLite's kernel also rebuilds both per call)

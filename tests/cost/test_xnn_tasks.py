@@ -119,3 +119,49 @@ def test_unary_math_softmax_and_pooling():
 def test_builtin_kernels_are_never_claimed():
     typ, got = verdict("ADD", [(1, 16), (1, 16)], (1, 16), executor="builtin")
     assert typ == "tfl.binary" and not got
+
+
+def slice_op(in_shape, begin, size):
+    b, s = np.array(begin, np.int32), np.array(size, np.int32)
+    return verdict("SLICE", [in_shape, b.shape, s.shape], tuple(size), consts={1: b, 2: s})
+
+
+def test_a_slice_is_one_task_when_it_is_one_contiguous_run_of_at_most_16_kib():
+    # a streaming layer's state update: frames 1.. of the window, channels whole (measured:
+    # the same time on one and two threads up to 64 x 64 floats, 3.3x past it)
+    assert slice_op((1, 20, 1, 64), (0, 1, 0, 0), (1, 19, 1, 64)) == ("xnn.slice", True)
+    assert slice_op((1, 65, 1, 64), (0, 1, 0, 0), (1, 64, 1, 64))[1]  # 16 KiB
+    assert not slice_op((1, 66, 1, 64), (0, 1, 0, 0), (1, 65, 1, 64))[1]
+    # rows of an image: whole rows are one run
+    assert slice_op((1, 4, 4, 64), (0, 1, 0, 0), (1, 3, 4, 64))[1]
+    # half the channels of every pixel: four runs (measured: 22 times slower on two threads)
+    assert not slice_op((1, 2, 2, 64), (0, 0, 0, 32), (1, 2, 2, 32))[1]
+
+
+def test_a_slices_rows_are_its_contiguous_runs():
+    def runs(in_shape, size):
+        mb = ModelBuilder()
+        g = mb.subgraph("main")
+        x = g.input("x", F32, in_shape)
+        y = g.tensor("y", F32, size)
+        g.op("SLICE", [x, g.constant("b", np.zeros(len(size), np.int32)),
+                       g.constant("s", np.array(size, np.int32))], [y])  # fmt: skip
+        g.output(y)
+        f = decompose(mb.build(), "xnnpack").features[0]
+        return f[FEATURES.index("rows")], f[FEATURES.index("red")]
+
+    assert runs((1, 20, 1, 64), (1, 19, 1, 64)) == (1, 19 * 64)
+    assert runs((1, 2, 2, 64), (1, 2, 2, 32)) == (4, 32)
+    assert runs((3, 8, 8), (3, 8, 4)) == (24, 4)
+    assert runs((4, 8, 8), (2, 8, 8)) == (1, 128)
+    assert runs((4, 8, 8), (2, 4, 8)) == (2, 32)
+
+
+def test_a_concatenation_is_one_task_when_it_joins_one_row_of_at_most_16_kib():
+    assert verdict("CONCATENATION", [(1, 4, 1, 64), (1, 1, 1, 64)], (1, 5, 1, 64),
+                   {"axis": 1}) == ("xnn.concat", True)  # fmt: skip
+    assert verdict("CONCATENATION", [(1, 1, 1, 4096), (1, 1, 1, 1)], (1, 1, 1, 4097),
+                   {"axis": 3})[1] is False  # fmt: skip
+    # channels of four pixels: a row per pixel
+    assert not verdict("CONCATENATION", [(1, 2, 2, 32), (1, 2, 2, 32)], (1, 2, 2, 64),
+                       {"axis": 3})[1]  # fmt: skip

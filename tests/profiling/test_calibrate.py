@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from edgepart.cli import main
-from edgepart.cost.kernels import decompose
+from edgepart.cost.kernels import F, decompose
 from edgepart.cost.predictor import load_predictor
 from edgepart.cost.xnn_tasks import one_task
 from edgepart.errors import PredictorError
@@ -828,6 +828,29 @@ def test_retyping_saved_measurements_restores_the_current_kernel_types(
     with pytest.raises(SystemExit, match="measure again"):
         retype_measurements.retype(str(tmp_path / "changed.npz"), str(tmp_path / "x.npz"))
     assert not (tmp_path / "x.npz").exists()
+    # stale geometry (rows, as a slice's rows were before they counted contiguous runs): only
+    # --geometry rewrites it, back to exactly what the chains decompose to now; a change in
+    # a kernel's work is refused either way
+    geo = load_measurements(path)
+    g = next(c for c in geo.chains if len(c.kernels.get("xnnpack", [])) > 0)
+    g.kernels["xnnpack"].features[:, F["rows"]] += 1.0
+    geo.save(tmp_path / "geo.npz")
+    with pytest.raises(SystemExit, match="measure again"):
+        retype_measurements.retype(str(tmp_path / "geo.npz"), str(tmp_path / "g0.npz"))
+    assert retype_measurements.main(
+        ["--geometry", str(tmp_path / "geo.npz"), str(tmp_path / "g1.npz")]
+    ) == 0  # fmt: skip
+    regeo = load_measurements(tmp_path / "g1.npz")
+    for a, b in zip(meas.chains, regeo.chains, strict=True):
+        for ex in ("xnnpack", "builtin"):
+            assert np.array_equal(a.kernels[ex].features, b.kernels[ex].features)
+    g.kernels["xnnpack"].features[:, F["in_bytes"]] += 1.0
+    geo.save(tmp_path / "work.npz")
+    with pytest.raises(SystemExit, match="kernels or their work changed"):
+        retype_measurements.retype(
+            str(tmp_path / "work.npz"), str(tmp_path / "g2.npz"), geometry=True
+        )
+    assert not (tmp_path / "g2.npz").exists()
     # a file that is not a measurements file: one line and exit status 2, nothing written
     bad = tmp_path / "bad.npz"
     bad.write_text("not a zip")
