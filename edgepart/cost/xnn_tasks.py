@@ -36,10 +36,11 @@ by instruction set): a kernel not claimed here is left to the fitted multi-threa
 - slices (``slice-nd.c``) and concatenations (a copy per input): a task per run of the output
   that is contiguous in the input (a slice) or per outer row (a concatenation), and runs split
   further in tiles of copies. Measured (LiteRT 2.3.0, float, one against two threads, an
-  Intel Xeon guest, 2026-12-05): a slice of one run took the same on two threads up to 16 KiB
-  (64 x 64 floats: 308 / 309 ns for two slices and a concatenation) and 3.3 times as long
-  past it (65 x 64: 472 / 1,573 ns); a slice of two runs of 64 floats each, 97 / 2,151 ns.
-  Claimed: one run (one outer row) of at most 16 KiB;
+  Intel Xeon guest, 2026-12-05; two slices of a window of frames and their concatenation):
+  slices of one run took the same on two threads up to 16 KiB (64 frames of 64 floats sliced
+  from 65: 314 / 317 ns) and 3.3 times as long past it (65 of 66: 472 / 1,573 ns); half the
+  channels of two pixels (two runs of 32 floats), 97 / 2,151 ns. Claimed: one run (one
+  outer row) of at most 16 KiB;
 - convolution and fully connected (GEMM, ``xnn_gemm_best_tile_size``): tiles of ``mr`` rows
   by ``nr`` or more outputs: one row and at most 8 float (4 8-bit) outputs is one tile on
   every instruction set XNNPACK has. Where the tile width of this host was measured
