@@ -26,20 +26,18 @@ import sys
 
 import numpy as np
 
-from edgepart.cost.kernels import FEATURES, decompose
+from edgepart.cost.kernels import FEATURES, WORK_FEATURES, decompose
 from edgepart.errors import EdgepartError
 from edgepart.profiling.calibrate import load_measurements
 from edgepart.profiling.kernel_gen import build_chain
-
-# the features a kernel's work sets: these must never change under re-derivation
-WORK = [FEATURES.index(n) for n in ("in_bytes", "w_bytes", "out_bytes", "macs", "dtype",
-                                    "ctx_bytes")]  # fmt: skip
 
 
 def retype(src: str, dst: str, *, geometry: bool = False) -> int:
     """Write ``src``'s measurements to ``dst`` with re-derived kernel types (and geometric
     features, with ``geometry``); chain decompositions changed."""
     meas = load_measurements(src)
+    # with geometry, only the features a kernel's work sets must come out the same
+    cols = [k for k, n in enumerate(FEATURES) if n in WORK_FEATURES] if geometry else slice(None)
     changed = 0
     for c in meas.chains:
         if not c.kernels:
@@ -47,7 +45,6 @@ def retype(src: str, dst: str, *, geometry: bool = False) -> int:
         model = build_chain(c.spec)
         for ex, k in sorted(c.kernels.items()):
             new = decompose(model, ex)
-            cols = WORK if geometry else slice(None)
             same = len(new.types) == len(k.types) and np.array_equal(
                 new.features[:, cols], k.features[:, cols], equal_nan=True
             )

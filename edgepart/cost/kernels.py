@@ -86,6 +86,7 @@ __all__ = [
     "EXECUTORS",
     "FEATURES",
     "KERNEL_CLASSES",
+    "WORK_FEATURES",
     "Kernels",
     "after_dynamic_quantization",
     "class_of_op",
@@ -756,7 +757,7 @@ def _base_features(
     out[:, F["macs"]] = work.macs
     out[:, F["dtype"]] = work.dtype
     out[:, F["ctx_bytes"]] = ctx_bytes
-    geo_cols = [F[k] for k in FEATURES if k not in _WORK_COLS]
+    geo_cols = [F[k] for k in _GEO]
     if not n:
         return out
     # geometry once per distinct signature (ops of one signature share the OpSig object)
@@ -789,8 +790,9 @@ def _base_features(
     return out
 
 
-_WORK_COLS = frozenset({"in_bytes", "w_bytes", "out_bytes", "macs", "dtype", "ctx_bytes"})
-_GEO = tuple(k for k in FEATURES if k not in _WORK_COLS)
+WORK_FEATURES = frozenset({"in_bytes", "w_bytes", "out_bytes", "macs", "dtype", "ctx_bytes"})
+"""The features an op's work sets (:mod:`edgepart.cost.work`); the others are its geometry."""
+_GEO = tuple(k for k in FEATURES if k not in WORK_FEATURES)
 
 
 def _dims(shape: tuple[int, ...]) -> tuple[int, ...]:
