@@ -44,7 +44,10 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 17  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
+SAMPLER_VERSION = 18  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
+# Versions whose specs this module builds: 18 added stack chains (ChainSpec.stack) and left every
+# other spec's chain as 17 built it, so measurements of 17 can still be rebuilt and refitted.
+BUILDS = frozenset({17, 18})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -113,6 +116,7 @@ class ChainSpec:
     motif: bool = False  # a chain of network blocks (inverted residuals, bottlenecks ...)
     small: bool = False  # a long chain of tiny tensors (streaming models)
     column: str = ""  # a column chain: "mixed" or the one step kind it repeats (COLUMN_STEPS)
+    stack: bool = False  # a column chain of one step configuration repeated (_Chain.m_stack)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,6 +130,7 @@ class ChainSpec:
             "motif": self.motif,
             "small": self.small,
             "column": self.column,
+            **({"stack": True} if self.stack else {}),
         }
 
     @staticmethod
@@ -141,6 +146,7 @@ class ChainSpec:
             motif=bool(d.get("motif", False)),
             small=bool(d.get("small", False)),
             column=str(d.get("column", "")),
+            stack=bool(d.get("stack", False)),
         )
 
 
@@ -156,6 +162,7 @@ def draw_specs(
     motif_share: float = 0.5,
     small_share: float = 0.08,
     column_share: float = 0.05,
+    stack_share: float = 0.04,
     executor_hint: str = "any",
 ) -> list[ChainSpec]:
     """``count`` chain specs: a share homogeneous (one class, drawn by ``weights``), most of
@@ -165,7 +172,10 @@ def draw_specs(
     of kernels of a few hundred bytes, whose marginal cost a chain of one or two such kernels
     cannot separate from the fixed costs of an invocation. A share ``column_share`` are
     *column chains* (:meth:`_Chain.m_column`): 4 to 16 steps over one column of 1 to 4 rows
-    and up to 256 channels, half of them int8, two in five repeating one step kind."""
+    and up to 256 channels, half of them int8, two in five repeating one step kind. A share
+    ``stack_share`` are *stacks* (:meth:`_Chain.m_stack`): 2 to 24 copies of one column step,
+    configuration and width identical, so that the chain's time less its fixed costs is that
+    many times one configuration's cost in context."""
     w = dict(CLASS_WEIGHTS)
     if weights:
         w.update(weights)
@@ -182,6 +192,20 @@ def draw_specs(
                     executor_hint=executor_hint,
                     small=True,
                     column=column,
+                )
+            )
+            continue
+        if rng.random() < stack_share:
+            kinds = sorted(COLUMN_STEPS)
+            out.append(
+                ChainSpec(
+                    seed=int(rng.integers(0, 2**31 - 1)),
+                    family="q8" if rng.random() < 0.5 else "f32",
+                    length=int(rng.integers(2, 25)),
+                    executor_hint=executor_hint,
+                    small=True,
+                    column=str(kinds[int(rng.integers(len(kinds)))]),
+                    stack=True,
                 )
             )
             continue
@@ -236,10 +260,10 @@ def draw_specs(
 
 def build_chain(spec: ChainSpec) -> Model:
     """The chain model of ``spec`` (deterministic)."""
-    if spec.version != SAMPLER_VERSION:
+    if spec.version not in BUILDS or (spec.stack and spec.version < 18):
         raise ValueError(
-            f"chain spec of sampler version {spec.version}; this edgepart draws version "
-            f"{SAMPLER_VERSION}"
+            f"chain spec of sampler version {spec.version}; this edgepart builds versions "
+            f"{', '.join(map(str, sorted(BUILDS)))}"
         )
     return _Chain(spec).build()
 
@@ -496,7 +520,7 @@ class _Blocks:
         one). Dozens of such kernels of a few hundred bytes make a whole model. ``wide``: the
         channels may pass a small chain's cap (a column chain's, up to 256)."""
         c = self.cur
-        if self.is_column(c) and self.u() < 0.8:
+        if self.is_column(c) and (self.spec.stack or self.u() < 0.8):
             x = c
         else:
             t = int(self.pick(STREAM_FRAMES))
@@ -517,6 +541,8 @@ class _Blocks:
         self.op("ASSIGN_VARIABLE", [self.var_handle(state).idx, new.idx], [])
         act = str(self.pick({"RELU": 0.6, "NONE": 0.4}))
         cout = self.chan(8, COLUMN_CHANNELS if wide else 128, wide=wide)
+        if self.spec.stack:
+            cout = ch
         if self.u() < 0.5:
             wt = self.weights((cout, kk, 1, ch), kk * ch)
             b = self.bias(cout, win)
@@ -554,15 +580,17 @@ class _Blocks:
             self.m_stream(wide=True)
             return
         x = self.cur
-        if not self.is_column(x) or self.u() < 0.1:
+        if not self.is_column(x) or (not self.spec.stack and self.u() < 0.1):
             t = int(self.pick(STREAM_FRAMES))
             x = self.new_input((1, t, 1, self.chan(8, COLUMN_CHANNELS, wide=True)))
         assert x is not None
         c = x.shape[3]
         if kind == "conv":
-            y = self.conv_op(x, self.chan(8, COLUMN_CHANNELS, wide=True), 1, 1, self.act())
+            cout = self.chan(8, COLUMN_CHANNELS, wide=True)
+            y = self.conv_op(x, c if self.spec.stack else cout, 1, 1, self.act())
         elif kind == "fc":
             n = self.chan(1 if self.u() < 0.15 else 8, COLUMN_CHANNELS, wide=True)
+            n = c if self.spec.stack else n
             ins = [x.idx, self.weights((n, c), c, qdim=None)]
             if self.u() < 0.85:
                 ins.append(self.bias(n, x))
@@ -585,6 +613,25 @@ class _Blocks:
                                     "HARD_SWISH": 0.2})  # fmt: skip
             y = self.un_op(str(self.pick(ops)), x)
         self.set(y)
+
+    def m_stack(self: Any, kind: str) -> None:
+        """A *stack*: ``length`` steps of :meth:`m_column` of one configuration, one after
+        another over one column whose width they keep (a stack chain, ``ChainSpec.stack``).
+
+        Every step draws from a generator seeded alike, so each draws what the first drew:
+        the same kernels with the same shapes, parameters and weights, each reading the one
+        before. Stacks of 2 to 24 steps pin down what one configuration adds in context, the
+        way real streaming layers repeat one width (a wake-word model's five 64-channel
+        layers): measured on the Intel host, a one-row 8-bit 1x1 convolution of 8 to 64
+        channels costs 124-140 ns per layer in such a stack and the streaming state update (two
+        slices and a join, up to 128 channels) 55-68 ns, where a fit to chains that change
+        width at every step gave 148-245 and 130-151 (docs/latency_predictors.md,
+        twenty-fourth session)."""
+        t = int(self.pick(STREAM_FRAMES))
+        self.set(self.new_input((1, t, 1, self.chan(8, COLUMN_CHANNELS, wide=True))))
+        for _ in range(self.spec.length):
+            self.rng = np.random.default_rng([self.spec.seed, self.spec.version, 1])
+            self.m_column(kind)
 
 
 @dataclass
@@ -854,7 +901,9 @@ class _Chain(_Blocks):
         w = dict(spec.weights) or dict(CLASS_WEIGHTS)
         allowed = {c: v for c, v in w.items() if c in FAMILIES[spec.family] and v > 0}
         splits = 0
-        for _ in range(spec.length if spec.column else 0):
+        if spec.stack:
+            self.m_stack(spec.column)
+        for _ in range(spec.length if spec.column and not spec.stack else 0):
             self.m_column(spec.column)
         for _ in range(spec.length if spec.motif and not spec.column else 0):
             self.motif()

@@ -526,7 +526,7 @@ def test_column_chains_run_one_column_of_up_to_256_channels_through_dozens_of_ke
     from edgepart.profiling.kernel_gen import COLUMN_STEPS
     from edgepart.profiling.timing import fill_inputs, make_interpreter
 
-    specs = [s for s in draw_specs(np.random.default_rng(5), 1200) if s.column]
+    specs = [s for s in draw_specs(np.random.default_rng(5), 1200) if s.column and not s.stack]
     assert 30 <= len(specs) <= 95  # about 5%
     assert {s.column for s in specs} == {*COLUMN_STEPS, "mixed"}
     assert {s.family for s in specs} == {"f32", "q8"}
@@ -573,6 +573,90 @@ def test_column_chains_run_one_column_of_up_to_256_channels_through_dozens_of_ke
                 ours = k.types[k.op_kernel[j]].startswith("xnn.")
                 assert ours == (owner[j] is not None), (spec, j, names[j])
     assert widest > 32  # the small chains' cap does not bind
+
+
+def test_stack_chains_repeat_one_step_configuration_over_one_column():
+    """Stacks (about 4% of the draws): 2 to 24 steps of one column step kind, every step the
+    same kernels with the same features as the first, each reading the one before (one graph
+    input), the width kept; int8 and float; both executors run them, and what decompose says
+    XNNPACK takes is what LiteRT's XNNPACK takes."""
+    from edgepart.profiling.kernel_gen import COLUMN_STEPS
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    specs = [s for s in draw_specs(np.random.default_rng(5), 2000) if s.stack]
+    assert 40 <= len(specs) <= 120  # about 4% of the draws not taken by column chains
+    assert {s.column for s in specs} == set(COLUMN_STEPS)
+    assert {s.family for s in specs} == {"f32", "q8"}
+    assert {s.length for s in specs} <= set(range(2, 25)) and len({s.length for s in specs}) > 10
+    checked = 0
+    for spec in sorted(specs, key=lambda s: (s.column, s.family, s.seed)):
+        assert spec.small and spec.version == 18
+        assert ChainSpec.from_json(spec.to_json()) == spec
+        m = build_chain(spec)
+        sg = m.main
+        assert len(sg.inputs) == 1
+        k = decompose(m, "xnnpack")
+        # the kernels of the steps (between the int8 chains' quantize and dequantize)
+        body = range(1, len(k) - 1) if spec.family == "q8" else range(len(k))
+        if spec.column == "unary" and len(body) < spec.length:
+            continue  # clamps XNNPACK fuses into one
+        assert len(body) % spec.length == 0, spec
+        n = len(body) // spec.length
+        steps = {
+            (tuple(k.types[body[0] + i * n : body[0] + (i + 1) * n]),
+             k.features[body[0] + i * n : body[0] + (i + 1) * n].tobytes())
+            for i in range(spec.length)
+        }  # fmt: skip
+        assert len(steps) == 1, spec
+        widths = {sg.tensor(t).shape[-1] for t in range(sg.num_tensors)
+                  if len(sg.tensor(t).shape) == 4 and not sg.tensor_is_constant[t]}  # fmt: skip
+        assert len(widths) == 1, (spec, widths)
+        if checked < 12:
+            content = write_model(m)
+            for ex in ("xnnpack", "builtin"):
+                it = make_interpreter(content, ex, 1)
+                fill_inputs(it, 0)
+                it.invoke()
+            owner, _ = real_owner(make_interpreter(content, "xnnpack", 1), sg.num_ops, content)
+            for j in range(sg.num_ops):
+                if k.op_kernel[j] >= 0:
+                    ours = k.types[k.op_kernel[j]].startswith("xnn.")
+                    assert ours == (owner[j] is not None), (spec, j, sg.op_name(j))
+        checked += 1
+    assert checked >= 40
+
+
+def test_specs_of_sampler_version_17_build_the_chains_they_built():
+    """Version 18 added stacks and changed no other chain: specs of 17 (the measurements of
+    earlier calibrations) rebuild byte for byte (hashes taken with the version 17 sampler);
+    a stack of version 17 never existed and is refused."""
+    import dataclasses
+    import hashlib
+
+    from edgepart.profiling.kernel_gen import CLASS_WEIGHTS
+
+    w = tuple(sorted(CLASS_WEIGHTS.items()))
+    specs = [
+        ChainSpec(seed=1, family="f32", length=8, weights=w),
+        ChainSpec(seed=2, family="q8", length=3, homogeneous="conv"),
+        ChainSpec(seed=3, family="f32", length=2, motif=True),
+        ChainSpec(seed=4, family="q8", length=20, small=True),
+        ChainSpec(seed=5, family="q8", length=9, small=True, column="stream"),
+        ChainSpec(seed=6, family="f32", length=12, small=True, column="mixed"),
+        ChainSpec(seed=7, family="hy", length=5),
+    ]
+    got = [
+        hashlib.sha256(write_model(build_chain(dataclasses.replace(s, version=17)))).hexdigest()
+        for s in specs
+    ]
+    assert [h[:16] for h in got] == [
+        "bffe6a2447aaa8c6", "5005591c9ae3fc7c", "8471c2adc01f76e9", "4a41ba96436ab671",
+        "501107337e0d3809", "21e744048b025a4a", "e50387f77c37e7fa",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="sampler version 17"):
+        build_chain(ChainSpec(seed=1, column="conv", small=True, stack=True, version=17))
+    with pytest.raises(ValueError, match="sampler version 16"):
+        build_chain(ChainSpec(seed=1, version=16))
 
 
 def test_int8_fully_connected_chains_with_per_tensor_weights_prepare_on_builtin_kernels():
