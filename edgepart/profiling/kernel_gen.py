@@ -621,8 +621,8 @@ class _Blocks:
         Every step draws from a generator seeded alike, so each draws what the first drew:
         the same kernels with the same shapes, parameters and weights, each reading the one
         before. Stacks of 2 to 24 steps pin down what one configuration adds in context, the
-        way real streaming layers repeat one width (a wake-word model's five 64-channel
-        layers): measured on the Intel host, a one-row 8-bit 1x1 convolution of 8 to 64
+        way real streaming layers repeat one width (four of a wake-word model's five layers
+        have 64 channels): measured on the Intel host, a one-row 8-bit 1x1 convolution of 8 to 64
         channels costs 124-140 ns per layer in such a stack and the streaming state update (two
         slices and a join, up to 128 channels) 55-68 ns, where a fit to chains that change
         width at every step gave 148-245 and 130-151 (docs/latency_predictors.md,
