@@ -9,8 +9,12 @@ threads, builtin kernels; interleaved rounds, p10 on the configuration's clock, 
 ``benchmarks/fidelity.py`` times models), and prints per group and predictor the median
 signed error and the share within 10%, every predictor on the same timings.
 
-Groups: streaming layers alone (6 per model, int8 and float), and long stacks of one step
-kind (40 pointwise convolutions, fully connected layers, elementwise ops or activations).
+Groups: streaming layers alone (6 per model, int8 and float), long chains of one step kind
+(40 pointwise convolutions, fully connected layers, elementwise ops or activations, each of
+its own width), and stacks (``ChainSpec.stack``: one streaming layer, pointwise convolution
+or fully connected layer repeated 12 or 20 times, configuration and width identical, as the
+wake-word models repeat theirs). Stacks are what sampler version 18 adds to calibrations, at
+seeds it does not draw: a predictor fitted with them has seen others like them.
 
 Usage::
 
@@ -33,21 +37,23 @@ from edgepart.tflite.reader import read_model_bytes
 from edgepart.tflite.writer import write_model
 
 CONFIGS = (("xnnpack_1t", "xnnpack", 1), ("xnnpack_2t", "xnnpack", 2), ("builtin_1t", "builtin", 1))
-# (group, step kind, layers per model); every group in int8 and float
-GROUPS = (("stream x6", "stream", 6), ("conv x40", "conv", 40), ("fc x40", "fc", 40),
-          ("binary x40", "binary", 40), ("unary x40", "unary", 40))  # fmt: skip
+# (group, step kind, layers per model, a stack); every group in int8 and float
+GROUPS = (("stream x6", "stream", 6, False), ("conv x40", "conv", 40, False),
+          ("fc x40", "fc", 40, False), ("binary x40", "binary", 40, False),
+          ("unary x40", "unary", 40, False), ("stack stream x12", "stream", 12, True),
+          ("stack conv x20", "conv", 20, True), ("stack fc x20", "fc", 20, True))  # fmt: skip
 SEED0 = 2_000_000_000  # above what calibration draws most of the time (0 .. 2**31 - 1)
 
 
 def models(seeds: int) -> dict[str, tuple[str, bytes]]:
     out: dict[str, tuple[str, bytes]] = {}
     for fam in ("q8", "f32"):
-        for g, (name, kind, length) in enumerate(GROUPS):
+        for g, (name, kind, length, stack) in enumerate(GROUPS):
             n = seeds if kind == "stream" else max(seeds // 3, 2)
             for i in range(n):
                 spec = ChainSpec(seed=SEED0 + 1000 * g + i, family=fam, length=length,
-                                 small=True, column=kind)  # fmt: skip
-                out[f"{kind}_{fam}_{i}"] = (f"{name} {fam}", write_model(build_chain(spec)))
+                                 small=True, column=kind, stack=stack)  # fmt: skip
+                out[f"{g}_{fam}_{i}"] = (f"{name} {fam}", write_model(build_chain(spec)))
     return out
 
 
