@@ -179,35 +179,27 @@ def draw_specs(
     w = dict(CLASS_WEIGHTS)
     if weights:
         w.update(weights)
+    kinds = sorted(COLUMN_STEPS)
+
+    def column_spec(column: str, lengths: tuple[int, int], stack: bool = False) -> ChainSpec:
+        return ChainSpec(
+            seed=int(rng.integers(0, 2**31 - 1)),
+            family="q8" if rng.random() < 0.5 else "f32",
+            length=int(rng.integers(*lengths)),
+            executor_hint=executor_hint,
+            small=True,
+            column=column,
+            stack=stack,
+        )
+
     out = []
     for _ in range(count):
         if rng.random() < column_share:
-            kinds = sorted(COLUMN_STEPS)
             column = str(kinds[int(rng.integers(len(kinds)))]) if rng.random() < 0.4 else "mixed"
-            out.append(
-                ChainSpec(
-                    seed=int(rng.integers(0, 2**31 - 1)),
-                    family="q8" if rng.random() < 0.5 else "f32",
-                    length=int(rng.integers(4, 17)),
-                    executor_hint=executor_hint,
-                    small=True,
-                    column=column,
-                )
-            )
+            out.append(column_spec(column, (4, 17)))
             continue
         if rng.random() < stack_share:
-            kinds = sorted(COLUMN_STEPS)
-            out.append(
-                ChainSpec(
-                    seed=int(rng.integers(0, 2**31 - 1)),
-                    family="q8" if rng.random() < 0.5 else "f32",
-                    length=int(rng.integers(2, 25)),
-                    executor_hint=executor_hint,
-                    small=True,
-                    column=str(kinds[int(rng.integers(len(kinds)))]),
-                    stack=True,
-                )
-            )
+            out.append(column_spec(str(kinds[int(rng.integers(len(kinds)))]), (2, 25), True))
             continue
         r = rng.random()
         family = "q8" if r < q8_share else ("hy" if r < q8_share + hybrid_share else "f32")
@@ -540,9 +532,7 @@ class _Blocks:
                                   self.const(np.ones(4, np.int32))], [new])  # fmt: skip
         self.op("ASSIGN_VARIABLE", [self.var_handle(state).idx, new.idx], [])
         act = str(self.pick({"RELU": 0.6, "NONE": 0.4}))
-        cout = self.chan(8, COLUMN_CHANNELS if wide else 128, wide=wide)
-        if self.spec.stack:
-            cout = ch
+        cout = ch if self.spec.stack else self.chan(8, COLUMN_CHANNELS if wide else 128, wide=wide)
         if self.u() < 0.5:
             wt = self.weights((cout, kk, 1, ch), kk * ch)
             b = self.bias(cout, win)
@@ -586,11 +576,11 @@ class _Blocks:
         assert x is not None
         c = x.shape[3]
         if kind == "conv":
-            cout = self.chan(8, COLUMN_CHANNELS, wide=True)
-            y = self.conv_op(x, c if self.spec.stack else cout, 1, 1, self.act())
+            cout = c if self.spec.stack else self.chan(8, COLUMN_CHANNELS, wide=True)
+            y = self.conv_op(x, cout, 1, 1, self.act())
         elif kind == "fc":
-            n = self.chan(1 if self.u() < 0.15 else 8, COLUMN_CHANNELS, wide=True)
-            n = c if self.spec.stack else n
+            n = c if self.spec.stack else self.chan(1 if self.u() < 0.15 else 8,
+                                                    COLUMN_CHANNELS, wide=True)  # fmt: skip
             ins = [x.idx, self.weights((n, c), c, qdim=None)]
             if self.u() < 0.85:
                 ins.append(self.bias(n, x))
