@@ -140,8 +140,10 @@ def measure(
 
 # ---------------------------------------------------------------- chain models
 C = 32
-"""Channels of the chains' activations: a multiple of every XNNPACK x86/Arm kernel's channel
-tile, so no packed weight is padded (what is padded is not bookkeeping)."""
+"""Channels of the chains' activations: a multiple of most XNNPACK kernels' output tiles (16 or
+32 on x86 and Arm), so the rows hold little padding; where a host's tiles are wider (AMX's
+8-bit tiles of 64), :func:`~edgepart.memory.runtime.runtime_memory` models the padding and
+:func:`_growth` takes it out with the rest of the modelled data."""
 _Q8 = Quantization(np.array([0.05], np.float32), np.array([0], np.int64))
 
 
@@ -167,28 +169,32 @@ def _bias(g: SubgraphBuilder, name: str, dt: DType, n: int) -> int:
     return g.constant(name, np.zeros(n, np.float32))
 
 
-def _add_layer(g: SubgraphBuilder, kind: str, x: int, i: int, dt: DType, c: int) -> int:
+def _add_layer(
+    g: SubgraphBuilder, kind: str, x: int, i: int, dt: DType, c: int, ch: int = C
+) -> int:
     """Add one ``kind`` op (the ``i``-th) reading tensor ``x`` (and ``c``, the ADDs' constant);
-    returns its output. Activations are [1, 4, 4, C] (FULLY_CONNECTED: [1, C])."""
-    shape = (1, C) if kind == "FULLY_CONNECTED" else (1, 4, 4, C)
+    returns its output. Activations are [1, 4, 4, ch] (FULLY_CONNECTED: [1, ch]);
+    ``CONV_2D_1X1`` is a pointwise ``CONV_2D``."""
+    shape = (1, ch) if kind == "FULLY_CONNECTED" else (1, 4, 4, ch)
     y = _act(g, f"y{i}", dt, shape)
     if kind == "ADD":
         g.op("ADD", [x, c], [y])
-    elif kind == "CONV_2D":
-        w = _weights(g, f"w{i}", dt, (C, 3, 3, C), i)
+    elif kind in ("CONV_2D", "CONV_2D_1X1"):
+        k = 1 if kind == "CONV_2D_1X1" else 3
+        w = _weights(g, f"w{i}", dt, (ch, k, k, ch), i)
         opts = {"padding": "SAME", "stride_w": 1, "stride_h": 1}
-        g.op("CONV_2D", [x, w, _bias(g, f"b{i}", dt, C)], [y], options=opts)
+        g.op("CONV_2D", [x, w, _bias(g, f"b{i}", dt, ch)], [y], options=opts)
     elif kind == "DEPTHWISE_CONV_2D":
-        w = _weights(g, f"w{i}", dt, (1, 3, 3, C), i, axis=3)
+        w = _weights(g, f"w{i}", dt, (1, 3, 3, ch), i, axis=3)
         g.op(
             "DEPTHWISE_CONV_2D",
-            [x, w, _bias(g, f"b{i}", dt, C)],
+            [x, w, _bias(g, f"b{i}", dt, ch)],
             [y],
             options={"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1},
         )
     elif kind == "FULLY_CONNECTED":
-        w = _weights(g, f"w{i}", dt, (C, C), i)
-        g.op("FULLY_CONNECTED", [x, w, _bias(g, f"b{i}", dt, C)], [y])
+        w = _weights(g, f"w{i}", dt, (ch, ch), i)
+        g.op("FULLY_CONNECTED", [x, w, _bias(g, f"b{i}", dt, ch)], [y])
     elif kind == "TILE":  # XNNPACK leaves TILE to TFLite: it cuts a partition
         mult = g.constant(f"m{i}", np.ones(4, np.int32))
         g.op("TILE", [x, mult], [y])
@@ -197,11 +203,14 @@ def _add_layer(g: SubgraphBuilder, kind: str, x: int, i: int, dt: DType, c: int)
     return y
 
 
-def chain(kinds: Sequence[str], repeats: int, dt: DType = DType.FLOAT32) -> Model:
-    """``repeats`` copies of the op sequence ``kinds``, one after another."""
+def chain(
+    kinds: Sequence[str], repeats: int, dt: DType = DType.FLOAT32, channels: int = C
+) -> Model:
+    """``repeats`` copies of the op sequence ``kinds``, one after another, on activations of
+    ``channels`` channels."""
     mb = ModelBuilder()
     g = mb.subgraph("main")
-    shape = (1, C) if kinds[0] == "FULLY_CONNECTED" else (1, 4, 4, C)
+    shape = (1, channels) if kinds[0] == "FULLY_CONNECTED" else (1, 4, 4, channels)
     x = g.input("x", dt, shape, quantization=_Q8 if dt == DType.INT8 else None)
     c = (
         g.constant("c", np.ones(shape, np.int8), quantization=_Q8)
@@ -211,7 +220,7 @@ def chain(kinds: Sequence[str], repeats: int, dt: DType = DType.FLOAT32) -> Mode
     cur, i = x, 0
     for _ in range(repeats):
         for kind in kinds:
-            cur = _add_layer(g, kind, cur, i, dt, c)
+            cur = _add_layer(g, kind, cur, i, dt, c, channels)
             i += 1
     g.output(cur)
     mb.add_signature("serving_default", 0, [("x", x)], [("y", cur)])
@@ -251,11 +260,13 @@ def _growth(small: Model, big: Model, executor: str, copies: int, tmp: Path) -> 
 
 
 def op_row(
-    kind: str, executor: str, dt: DType = DType.FLOAT32, copies: int = 8
+    kind: str, executor: str, dt: DType = DType.FLOAT32, copies: int = 8, channels: int = C
 ) -> dict[str, float]:
-    """Bytes per ``kind`` op beyond its tensors and weights (chains of 101 and 1)."""
+    """Bytes per ``kind`` op beyond its tensors and weights, packed weights with their padding
+    included (chains of 101 and 1 on ``channels`` channels)."""
+    small, big = chain([kind], 1, dt, channels), chain([kind], 101, dt, channels)
     with tempfile.TemporaryDirectory() as d:
-        g = _growth(chain([kind], 1, dt), chain([kind], 101, dt), executor, copies, Path(d))
+        g = _growth(small, big, executor, copies, Path(d))
     return {k: v / 100 for k, v in g.items()}
 
 

@@ -323,6 +323,9 @@ def format_runtime(runtime: Mapping[str, RuntimeMemory]) -> str:
         lines.append(
             f"  {label:<18} total {_b(r.total)} (resident {_b(r.resident)}): " + ", ".join(parts)
         )
+    packing = sorted({r.packing for r in runtime.values() if r.packing})
+    if packing:
+        lines.append("  XNNPACK's weights packed as on this host: " + "; ".join(packing))
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,10 @@ The arena plan (:mod:`edgepart.memory.arena`) is only part of what an interprete
 ``xnnpack_packed``
     XNNPACK's packed copy of the static weights of the ops it runs as GEMMs or convolutions
     (filters and biases, in the precision the operator computes in; LiteRT 2.3.0 creates no
-    shared weights cache by default, so every operator packs its own).
+    shared weights cache by default, so every operator packs its own). A matrix product packs
+    its output channels in the tiles of the micro-kernel XNNPACK picked for the host's CPU
+    (:mod:`edgepart.devices.xnnpack_packing`: 64 on AMX for 8-bit weights), padded channels
+    included.
 ``xnnpack_indirection``
     The indirection buffers of its convolutions: a pointer per output pixel and filter tap for
     a KxK convolution, per row and overlapping tap for a depthwise one (XNNPACK's
@@ -51,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from edgepart.claim.delegation import claim
+from edgepart.devices.xnnpack_packing import XnnpackPacking, host_packing
 from edgepart.ir import analysis
 from edgepart.ir.dtypes import DType
 from edgepart.ir.graph import Model, Subgraph
@@ -87,6 +91,11 @@ BOOKKEEPING_PER_SUBGRAPH = (40_210, 13_100)
 them all: control flow bodies, other signatures): 11 subgraphs over one, divided by 10. A
 subgraph reserves memory it never writes: only about a third of it becomes resident."""
 
+# XNNPACK ops that pack their static weights into an operator-owned buffer; those of them
+# that pack for a GEMM micro-kernel's output-channel tiles (weights [out, ..., in]).
+_GEMM_PACKED = frozenset(
+    {"CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "Convolution2DTransposeBias"}
+)
 # XNNPACK ops that pack their static weights into an operator-owned buffer.
 PACKED_OPS = frozenset(
     {
@@ -117,6 +126,8 @@ class RuntimeMemory:
     bookkeeping: int = 0
     delegate_partitions: int = 0
     bookkeeping_resident: int = 0
+    packing: str = ""
+    """The CPU whose XNNPACK tiles the packed weights are counted in (empty: none packed)."""
 
     @property
     def total(self) -> int:
@@ -151,6 +162,7 @@ class RuntimeMemory:
             "bookkeeping": self.bookkeeping,
             "delegate_partitions": self.delegate_partitions,
             "bookkeeping_resident": self.bookkeeping_resident,
+            "packing": self.packing,
             "total": self.total,
             "resident": self.resident,
         }
@@ -171,6 +183,7 @@ class RuntimeMemory:
             self.bookkeeping + other.bookkeeping,
             self.delegate_partitions + other.delegate_partitions,
             self.bookkeeping_resident + other.bookkeeping_resident,
+            self.packing or other.packing,
         )
 
 
@@ -195,7 +208,13 @@ def _arena(lt: Lifetimes, keep: np.ndarray, name: str) -> int:
     return int(plan_arena(problem, strategy="tflite").arenas[name].size)
 
 
-def runtime_memory(model: Model, subgraph: int = 0, *, executor: str = "xnnpack") -> RuntimeMemory:
+def runtime_memory(
+    model: Model,
+    subgraph: int = 0,
+    *,
+    executor: str = "xnnpack",
+    packing: XnnpackPacking | None = None,
+) -> RuntimeMemory:
     """What LiteRT allocates to run ``model.subgraphs[subgraph]`` with ``executor``.
 
     Parameters
@@ -207,6 +226,9 @@ def runtime_memory(model: Model, subgraph: int = 0, *, executor: str = "xnnpack"
     executor
         ``"xnnpack"`` (LiteRT's default: XNNPACK takes what it supports) or ``"builtin"`` /
         ``"reference"`` (TFLite's own kernels only).
+    packing
+        The tiles XNNPACK packs weights for (default: this host's CPU,
+        :func:`edgepart.devices.xnnpack_packing.host_packing`).
     """
     sg = model.subgraphs[subgraph]
     lt = tflite_lifetimes(sg)
@@ -249,6 +271,7 @@ def runtime_memory(model: Model, subgraph: int = 0, *, executor: str = "xnnpack"
         elif name == "DEQUANTIZE":
             dequantized += size
     unpacked = packed = indirection = workspace = 0
+    packing = packing if packing is not None else host_packing()
     if parts:
         folded = analysis.constant_producers(sg)
         static = sg.tensor_is_constant.copy()
@@ -264,7 +287,7 @@ def runtime_memory(model: Model, subgraph: int = 0, *, executor: str = "xnnpack"
             if owner[op] < 0:
                 continue
             if sg.op_name(op) in PACKED_OPS:
-                packed += _packed_bytes(sg, op, static)
+                packed += _packed_bytes(sg, op, static, packing)
             indirection += _indirection_bytes(sg, op)
         for k in range(len(parts)):
             workspace = max(workspace, _arena(lt, home[np.minimum(roots, n_t - 1)] == k, "xnn"))
@@ -284,6 +307,7 @@ def runtime_memory(model: Model, subgraph: int = 0, *, executor: str = "xnnpack"
         bookkeeping=book + BOOKKEEPING_PER_SUBGRAPH[0] * extra,
         delegate_partitions=len(parts),
         bookkeeping_resident=book_resident + BOOKKEEPING_PER_SUBGRAPH[1] * extra,
+        packing=packing.isa if packed else "",
     )
 
 
@@ -324,27 +348,49 @@ def _indirection_bytes(sg: Subgraph, op: int) -> int:
     return o[0] * o[1] * (kh * kw + (o[2] - 1) * step * kh) * 8
 
 
-def _packed_bytes(sg: Subgraph, op: int, static: np.ndarray) -> int:
+def _packed_bytes(sg: Subgraph, op: int, static: np.ndarray, packing: XnnpackPacking) -> int:
     """Bytes of an operator's packed weights: its static filter and bias at the precision the
     operator computes in (float ops: fp32, whatever the weights were stored as; 8-bit ops:
-    8-bit filter, int32 bias), a zero bias when the model has none."""
+    8-bit filter, int32 bias), a zero bias when the model has none. The matrix products
+    (not depthwise convolutions, not batch matrix products) pack their output channels in the
+    host kernel's tiles, each padded channel with its reduction, bias and scale
+    (:mod:`edgepart.devices.xnnpack_packing`)."""
     ins = sg.op_inputs.row_tuple(op)
     if len(ins) < 2 or ins[1] < 0 or not static[ins[1]]:
         return 0  # dynamic weights are not packed ahead of time
-    x = ins[0]
+    name = sg.op_name(op)
+    tconv = name == "TRANSPOSE_CONV"  # inputs: output shape, filter, input, bias
+    x = ins[2] if tconv and len(ins) > 2 else ins[0]
     act = DType(int(sg.tensor_dtype[x])) if x >= 0 else DType.FLOAT32
     w = ins[1]
     numel_w = int(sg.tensor_numel[w])
     quant = act in (DType.INT8, DType.UINT8)
     wb = DType(int(sg.tensor_dtype[w])).bits // 8 or 1
     elem = 1 if quant else (4 if act.is_float else wb)
-    total = numel_w * elem
     shape = sg.tensor_shape.row_tuple(w)
-    channels = shape[-1] if sg.op_name(op) == "DEPTHWISE_CONV_2D" else (shape[0] if shape else 1)
-    bias = ins[2] if len(ins) > 2 else -1
+    channels = shape[-1] if name == "DEPTHWISE_CONV_2D" else (shape[0] if shape else 1)
+    bias = (ins[3] if len(ins) > 3 else -1) if tconv else (ins[2] if len(ins) > 2 else -1)
     nb = int(sg.tensor_numel[bias]) if bias >= 0 and static[bias] else channels
-    total += nb * 4
     q = sg.tensor_quantization[w]
-    if quant and q is not None and len(q.scale) > 1:
-        total += 4 * len(q.scale)  # per-channel weights: a float scale per output channel
-    return total
+    scales = 4 * len(q.scale) if quant and q is not None and len(q.scale) > 1 else 0
+    total = numel_w * elem + nb * 4 + scales
+    kind = {DType.INT8: "qs8", DType.UINT8: "qu8"}.get(act, "f32" if act.is_float else "")
+    if name not in _GEMM_PACKED or not kind or len(shape) < 2 or channels <= 0:
+        return total
+    if kind == "f32" and DType(int(sg.tensor_dtype[w])) in (DType.INT8, DType.UINT8):
+        return total  # dynamically quantized: its kernels' tiles are not tabulated
+    cin = shape[-1]
+    taps = numel_w // max(channels * cin, 1)
+    opts: Mapping[str, Any] = sg.op_options[op] or {}
+    # a pointwise convolution of stride 1 picks its kernel as a fully connected layer does
+    # (measured: float 1x1 convolutions of 40, 48 and 112 channels pack in tiles of 16)
+    pointwise = (
+        name == "CONV_2D"
+        and taps == 1
+        and (int(opts.get("stride_h", 1)) == int(opts.get("stride_w", 1)) == 1)
+    )
+    fc = name == "FULLY_CONNECTED" or pointwise
+    tile = packing.output_tile(kind, channels, fully_connected=fc)
+    padded = -(-channels // tile.nr) * tile.nr
+    reduction = taps * (-(-cin // tile.kr) * tile.kr)
+    return padded * (reduction * elem + 4 + (4 if scales else 0))

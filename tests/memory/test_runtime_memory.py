@@ -42,28 +42,6 @@ from edgepart.tflite.writer import save_model
 COPIES = 8
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    return {f for line in text.splitlines() if line.startswith("flags") for f in line.split()}
-
-
-# XNNPACK runs 8-bit matrix products on AMX tiles where the CPU has them (16 rows by 64
-# outputs: benchmarks/xnn_gemm_tiles.py), and its 8-bit operators then take other bookkeeping
-# than BOOKKEEPING_PER_OP["xnnpack_8bit"] holds, which was measured on AMD hosts (AVX-512 VNNI
-# and AVX2): measured on an Intel Xeon with AMX (2026-12-05) a one-op 8-bit convolution took
-# 14,463 heap bytes against the table's 5,350, and mww_alexa 216,710 against 184,733 predicted.
-# Not modelled yet; the 8-bit rows are checked on hosts without AMX only.
-AMX = "amx_int8" in _cpu_flags()
-NOT_ON_AMX = pytest.mark.skipif(
-    AMX,
-    reason="on AMX hosts XNNPACK's 8-bit operators take other bookkeeping than the table "
-    "(measured on AMD hosts) holds; not modelled",
-)
-
-
 def _one_op(path: Path) -> None:
     mb = ModelBuilder()
     g = mb.subgraph("main")
@@ -92,9 +70,9 @@ HEAP_MODELS = [
     ("fp16", "corpus", "mobilenet_v2_fp16"),
     ("sparse", "real", "mp_pose_detection"),
     ("sparse", "real", "mp_face_detection_full_range_sparse"),
-    pytest.param("int8", "corpus", "mobilenet_v2_int8", marks=NOT_ON_AMX),
+    ("int8", "corpus", "mobilenet_v2_int8"),
     ("stateful", "real", "mww_okay_nabu"),
-    pytest.param("stateful", "real", "mww_alexa", marks=NOT_ON_AMX),  # 8-bit
+    ("stateful", "real", "mww_alexa"),  # 8-bit
     ("stateful", "corpus", "resource_vars"),
 ]
 ARENA_MODELS = [
@@ -184,7 +162,7 @@ def test_bundle_memory_per_partition_and_in_all(corpus: dict[str, Path], tmp_pat
     "row,key,kind",
     [
         ("add", "xnnpack", ""),
-        pytest.param("conv_8bit", "xnnpack_8bit", "CONV_2D", marks=NOT_ON_AMX),
+        ("conv_8bit", "xnnpack_8bit", "CONV_2D"),
         ("builtin_dw", "builtin", "DEPTHWISE_CONV_2D"),
         ("partition", "xnnpack", "partition"),
     ],
