@@ -63,6 +63,7 @@ from edgepart.cost.predictor import (
     KernelModel,
     TreeEnsemble,
     basis_matrix,
+    streams_weights,
     tree_matrix,
 )
 from edgepart.cost.xnn_tasks import gemm_row_tile
@@ -109,6 +110,8 @@ class ChainData:
     ref: np.ndarray | None = None
     # per GEMM type, the rows of its tile on the host (basis_matrix); others count rows singly
     row_tiles: dict[str, int] = field(default_factory=dict)
+    # a core's second-level cache on the host (basis_matrix's spill_mb; 0: not used)
+    cache_bytes: float = 0.0
 
     @property
     def y(self) -> np.ndarray:
@@ -141,6 +144,7 @@ class ChainData:
             self.ref_models,
             None if self.ref is None else self.ref[rows],
             self.row_tiles,
+            self.cache_bytes,
         )
 
 
@@ -152,6 +156,7 @@ def chain_data(
     min_rows: int = MIN_ROWS,
     reference: Callable[[str], KernelModel | None] | None = None,
     row_tile: int | Mapping[str, int] = 1,
+    cache_bytes: float = 0.0,
 ) -> ChainData:
     """Arrays from ``(kernels, measured total, fixed cost, homogeneous class)`` per chain.
 
@@ -164,7 +169,8 @@ def chain_data(
     fit then scales it (module docstring), if every type has one. ``row_tile``: the rows of
     the host's GEMM tile, by which XNNPACK matrix products count their MACs; one for every
     data type or one per kernel type suffix (:func:`edgepart.cost.xnn_tasks.gemm_row_tile`,
-    :func:`edgepart.cost.predictor.basis_matrix`).
+    :func:`edgepart.cost.predictor.basis_matrix`). ``cache_bytes``: a core's second-level
+    cache, by which the kernels' bytes beyond it count (``spill_mb``; 0: not used).
     """
     counts: dict[str, int] = {}
     for k, _, _, _ in items:
@@ -219,6 +225,7 @@ def chain_data(
         np.asarray(off, np.float64),
     )
     d.row_tiles = {t: n for t in types if (n := gemm_row_tile(t, row_tile)) > 1}
+    d.cache_bytes = float(cache_bytes)
     if reference is not None and types:
         refs = {t: reference(t) for t in types}
         if all(m is not None for m in refs.values()):
@@ -241,10 +248,14 @@ def _columns(d: ChainData) -> np.ndarray:
     a reference, its tree factor and its prediction (module docstring)."""
     if d.ref is not None:
         return d.ref
+    cache: float | np.ndarray = 0.0
+    if d.cache_bytes > 0:
+        kinds = np.array([d.cache_bytes * streams_weights(name) for name in d.types])
+        cache = kinds[d.t] if len(kinds) else 0.0
     if not d.row_tiles:
-        return basis_matrix(d.x)
+        return basis_matrix(d.x, 1, cache)
     tiles = np.array([d.row_tiles.get(name, 1) for name in d.types], dtype=np.int64)
-    return basis_matrix(d.x, tiles[d.t])
+    return basis_matrix(d.x, tiles[d.t], cache)
 
 
 def _design(d: ChainData) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -536,6 +547,7 @@ class _Fit:
     family: str
     ref_models: dict[str, KernelModel] | None = None
     row_tiles: dict[str, int] = field(default_factory=dict)
+    cache_bytes: float = 0.0
 
     def kernel_models(self, d: ChainData | None = None) -> dict[str, KernelModel]:
         out = {}
@@ -546,7 +558,8 @@ class _Fit:
             ref = self.ref_models.get(name) if self.ref_models is not None else None
             if ref is None:
                 km = KernelModel(name, self.coef[t].copy(), ens,
-                                 row_tile=self.row_tiles.get(name, 1))  # fmt: skip
+                                 row_tile=self.row_tiles.get(name, 1),
+                                 cache_bytes=self.cache_bytes * streams_weights(name))  # fmt: skip
             else:
                 # c * f + s * p, with p = base * f the reference's prediction and f its tree
                 # factor: the reference's model with its base scaled by s plus c, and its
@@ -556,7 +569,7 @@ class _Fit:
                 coef[0] += fixed
                 floor = max(ref.floor_s * scale, 1e-12)
                 km = KernelModel(name, coef, TreeEnsemble.added(ref.trees, ens), floor,
-                                 row_tile=ref.row_tile)  # fmt: skip
+                                 row_tile=ref.row_tile, cache_bytes=ref.cache_bytes)  # fmt: skip
             if d is not None:
                 rows = d.x[d.t == t]
                 km.n = len(rows)
@@ -575,7 +588,7 @@ def _fit_once(d: ChainData, family: str, seed: int, bags: int = BAGS) -> _Fit:
         trees = fit_gbt(d, coef, seed=seed, bags=bags)
     elif family == "rf":
         trees = fit_rf(d, coef, seed=seed)
-    return _Fit(list(d.types), coef, trees, family, d.ref_models, d.row_tiles)
+    return _Fit(list(d.types), coef, trees, family, d.ref_models, d.row_tiles, d.cache_bytes)
 
 
 def _predict_rows(fit: _Fit, d: ChainData) -> np.ndarray:

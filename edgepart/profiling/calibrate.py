@@ -58,7 +58,7 @@ from edgepart.errors import EdgepartError, PredictorError, RuntimeBackendError, 
 from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
 from edgepart.ir.dtypes import DType
-from edgepart.profiling._session import host_description
+from edgepart.profiling._session import cache_bytes, host_description
 from edgepart.profiling.gemm_tiles import measure_row_tiles, measure_task_widths
 from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 from edgepart.profiling.timing import (
@@ -601,6 +601,8 @@ def host_info() -> dict[str, Any]:
         "description": host_description(),
         "machine": platform.machine(),
         "cores": os.cpu_count() or 1,
+        # a core's second-level cache, by which the fit counts bytes beyond it (basis_matrix)
+        "l2_bytes": cache_bytes().get(2, 0),
         "simd": flags,
         "litert": litert,
         "python": platform.python_version(),

@@ -154,7 +154,12 @@ def fit_host_predictor(
         tile: int | dict[str, int] = 1
         if ex == "xnnpack":
             tile = dict(meas.host.get("gemm_row_tiles") or {}) or meas.host.get("gemm_row_tile", 1)
-        d = chain_data(items, external=external, reference=reference, row_tile=tile)
+        # a core's second-level cache (host_info; none in measurements taken before it was
+        # recorded: the spill term is not used)
+        cache = float(meas.host.get("l2_bytes", 0) or 0)
+        d = chain_data(
+            items, external=external, reference=reference, row_tile=tile, cache_bytes=cache
+        )
         models, rep = fit_config(
             name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress
         )
@@ -266,7 +271,7 @@ def after_qd8_models(
     for t, m in sorted(plain.items()):
         out[t] = KernelModel(
             t, m.coef * factor, m.trees, m.floor_s * factor, cv=dict(cv), n=counts[t],
-            ranges=dict(m.ranges), row_tile=m.row_tile,
+            ranges=dict(m.ranges), row_tile=m.row_tile, cache_bytes=m.cache_bytes,
         )  # fmt: skip
     return out
 

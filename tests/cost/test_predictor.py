@@ -15,6 +15,7 @@ from edgepart.cost.predictor import (
     Predictor,
     PredictorError,
     basis_matrix,
+    streams_weights,
     load_predictor,
     predictor_from_dict,
 )
@@ -676,3 +677,81 @@ def test_kernels_another_configuration_prices_leave_the_fit_and_nan_keeps_a_kern
     d = chain_data(items, external=lambda t, f: np.where(f[:, F["macs"]] < 1.5e6, 5e-6, np.nan))
     assert len(d.x) == 3 and np.all(d.x[:, F["macs"]] == 2e6)
     assert np.allclose(d.offset, 5e-6)
+
+
+def _spill_feat(weights: float, ctx: float) -> np.ndarray:
+    f = feat(0.0, 1e3)
+    f[F["w_bytes"]] = weights
+    f[F["ctx_bytes"]] = ctx
+    return f
+
+
+def test_spill_counts_the_weights_of_graphs_past_the_cache():
+    """A graph within the cache spills nothing; of one four times its size, three quarters of
+    the weights come from further out; without a cache size the term is zero."""
+    x = np.vstack([_spill_feat(5e5, c) for c in (5e5, 2e6, 8e6)])
+    spill = BASIS.index("spill_mb")
+    assert basis_matrix(x, 1, 2e6)[:, spill].tolist() == pytest.approx([0.0, 0.0, 0.5 * 0.75])
+    assert basis_matrix(x)[:, spill].tolist() == [0.0, 0.0, 0.0]
+    assert basis_matrix(x, 1, np.array([2e6, 2e6, 0.0]))[:, spill].tolist() == [0.0, 0.0, 0.0]
+    assert basis_matrix(x, 1, 2e6)[:, :spill].tolist() == basis_matrix(x)[:, :spill].tolist()
+
+
+def test_only_kernels_that_stream_weight_matrices_spill():
+    assert all(map(streams_weights, ["xnn.conv", "tfl.fc_hy@qd8", "xnn.fc_q8", "tfl.rnn"]))
+    assert not any(map(streams_weights, ["xnn.dwconv", "tfl.copy", "xnn.reduce", "tfl.pad"]))
+
+
+def test_a_kernel_models_cache_round_trips_and_old_files_load_without_the_term():
+    coef = np.zeros(len(BASIS))
+    coef[BASIS.index("w_mb")] = 1e-4
+    coef[BASIS.index("spill_mb")] = 3e-4
+    km = KernelModel("xnn.fc", coef, cache_bytes=2e6)
+    back = KernelModel.from_json("xnn.fc", json.loads(json.dumps(km.to_json())), "t")
+    assert back.cache_bytes == 2e6
+    x = np.vstack([_spill_feat(1e6, 1e6), _spill_feat(1e6, 4e6)])
+    assert back.predict(x).tolist() == pytest.approx([1e-4, 1e-4 + 3e-4 * 0.5])
+    # a file written before the term: seven coefficients, no cache
+    old = km.to_json()
+    old["basis"], old["coef"] = old["basis"][:-1], old["coef"][:-1]
+    del old["cache_bytes"]
+    got = KernelModel.from_json("xnn.fc", old, "t")
+    assert got.cache_bytes == 0.0 and got.coef.tolist() == [*coef[:-1].tolist(), 0.0]
+    assert got.predict(x).tolist() == pytest.approx([1e-4, 1e-4])
+    assert got.to_json() == old  # and is written as it was
+    for bad in (-1.0, True, "2e6", float("nan")):
+        with pytest.raises(PredictorError, match="cache_bytes"):
+            KernelModel.from_json("xnn.fc", {**km.to_json(), "cache_bytes": bad}, "t")
+    with pytest.raises(PredictorError, match="coef"):
+        KernelModel.from_json("xnn.fc", {**km.to_json(), "coef": old["coef"]}, "t")
+
+
+def test_fits_given_the_cache_size_find_what_weights_past_it_cost():
+    """Chains whose footprint passes the cache pay more per byte of weights: with the cache
+    size the linear fit recovers both rates from chain sums (and gives the term to the
+    matrix products only); without it, one rate misprices both kinds of graph."""
+    rng = np.random.default_rng(3)
+
+    def truth(t: str, f: np.ndarray) -> float:
+        if t == "xnn.copy":
+            return 2e-7
+        mb = f[F["w_bytes"]] * 1e-6
+        share = max(0.0, 1.0 - 2e6 / f[F["ctx_bytes"]])
+        return 1e-7 + 2e-5 * mb + 6e-5 * mb * share
+
+    items = []
+    for _ in range(300):
+        ctx = float(np.exp(rng.uniform(np.log(1e5), np.log(6e7))))
+        n = int(rng.integers(1, 4))
+        types = ["xnn.fc"] * n + ["xnn.copy"]
+        feats = [_spill_feat(float(rng.uniform(1e4, 4e6)), ctx) for _ in range(n + 1)]
+        total = 1e-6 + sum(truth(t, f) for t, f in zip(types, feats, strict=True))
+        items.append((kernels(types, np.vstack(feats)), total, 1e-6, None))
+    x = np.vstack([_spill_feat(1e6, c) for c in (5e5, 2e6, 8e6, 4e7)])
+    want = np.array([truth("xnn.fc", f) for f in x])
+    cached, _ = fit_config("xnnpack_1t", chain_data(items, cache_bytes=2e6), family="linear")
+    plain, _ = fit_config("xnnpack_1t", chain_data(items), family="linear")
+    assert cached["xnn.fc"].cache_bytes == 2e6 and plain["xnn.fc"].cache_bytes == 0.0
+    assert cached["xnn.copy"].cache_bytes == 0.0
+    assert cached["xnn.fc"].predict(x) == pytest.approx(want, rel=0.02)
+    assert np.max(np.abs(plain["xnn.fc"].predict(x) / want - 1)) > 0.2
