@@ -57,6 +57,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -341,6 +342,7 @@ def predictor_mode(args: argparse.Namespace) -> int:
     if base_preds:  # the baseline predictor on the same measurements: a drift-free comparison
         print(f"baseline {args.baseline}, same measurements:")
         _predictor_summary([{**r, "err": r["base_err"]} for r in med if "base_err" in r], configs)
+    _print_spread(med, bool(base_preds))
     loads = [float(r["load"]) for r in rows]  # type: ignore[arg-type]
     if loads:
         print(f"load average during the runs: {min(loads):.1f} .. {max(loads):.1f}")
@@ -426,6 +428,42 @@ def repeatability(
         }
         for c, e in sorted(errs.items())
     }
+
+
+def spread(errors: list[float]) -> dict[str, float]:
+    """How far the errors scatter around their common bias: the median of the log errors is
+    the bias, and after it is taken out, the median absolute log error and the share within
+    +-10%. A diagnostic of what a predictor gets right *between* models (the bias moves with
+    the machine's speed; this does not), never a prediction: it uses the measurements' median.
+
+    >>> s = spread([0.2, 0.2, 0.3])
+    >>> round(s["bias"], 3), round(s["mad"], 3), round(s["within_10"], 3)
+    (0.2, 0.0, 1.0)
+    """
+    logs = [math.log1p(e) for e in errors]
+    bias = statistics.median(logs)
+    rest = [x - bias for x in logs]
+    return {
+        "bias": math.expm1(bias),
+        "mad": statistics.median(abs(x) for x in rest),
+        "within_10": sum(abs(math.expm1(x)) <= 0.10 for x in rest) / len(rest),
+    }
+
+
+def _print_spread(med: list[dict[str, object]], baseline: bool) -> None:
+    print("spread around each configuration's common bias (diagnostic, see spread()):")
+    for c in sorted({str(r["config"]) for r in med}):
+        rows = [r for r in med if r["config"] == c]
+        line = f"{c:<12} " + _spread_text(spread([float(r["err"]) for r in rows]))  # type: ignore[arg-type]
+        if baseline and all("base_err" in r for r in rows):
+            line += "; baseline " + _spread_text(spread([float(r["base_err"]) for r in rows]))  # type: ignore[arg-type]
+        print(line)
+
+
+def _spread_text(s: dict[str, float]) -> str:
+    return (
+        f"bias {s['bias']:+6.1%}, spread {s['mad']:.3f}, within 10% after it {s['within_10']:6.1%}"
+    )
 
 
 def _print_repeatability(rep: dict[str, dict[str, float]]) -> None:

@@ -97,8 +97,10 @@ def is_row_tile(value: object) -> bool:
 # Kernel classes that stream weight matrices, whose weights can be found in the cache or not
 # (basis_matrix's spill_mb). Not the others: a depthwise convolution's few taps per channel,
 # or the shapes and axes of data movement, are no traffic; fits that gave them the term used
-# it as a stand-in for the graph's size (tens of seconds per megabyte).
-WEIGHT_STREAMING = frozenset({"conv", "fc", "bmm", "tconv", "rnn"})
+# it as a stand-in for the graph's size (tens of seconds per megabyte). Nor transposed
+# convolutions and batch matrix products: the calibration's chains hold too few of them with
+# constant weights, and fits gave them 170 to 4,200 us per MB (not a cache's figures).
+WEIGHT_STREAMING = frozenset({"conv", "fc", "rnn"})
 
 
 def streams_weights(ktype: str) -> bool:

@@ -67,3 +67,15 @@ def test_an_unreadable_predictor_is_one_line_and_status_2(
     assert fidelity.main() == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"fidelity: {bad}") and "Traceback" not in err[0]
+
+
+def test_the_spread_takes_out_the_common_bias_and_nothing_else() -> None:
+    """Every model 20% over: a bias of +20% and no spread. One model 40% over among them: it
+    is 1.4/1.2 = +16.7% off the bias, outside 10%."""
+    same = fidelity.spread([0.2] * 5)
+    assert same["bias"] == pytest.approx(0.2) and same["mad"] == pytest.approx(0.0)
+    assert same["within_10"] == 1.0
+    one = fidelity.spread([0.2, 0.2, 0.2, 0.4, -0.1])
+    assert one["bias"] == pytest.approx(0.2)
+    assert one["within_10"] == pytest.approx(3 / 5)
+    assert one["mad"] == pytest.approx(0.0)
