@@ -26,7 +26,7 @@ import functools
 import platform
 from dataclasses import dataclass
 
-__all__ = ["GemmTile", "XnnpackPacking", "host_packing", "packing_for_flags"]
+__all__ = ["GemmTile", "XnnpackPacking", "cpu_flags", "host_packing", "packing_for_flags"]
 
 
 @dataclass(frozen=True)
@@ -112,16 +112,23 @@ def packing_for_flags(flags: frozenset[str] | set[str], machine: str = "x86_64")
 
 
 @functools.cache
-def host_packing() -> XnnpackPacking:
-    """The packing XNNPACK chooses on this machine (its CPU flags from ``/proc/cpuinfo``)."""
-    machine = platform.machine() or "unknown"
-    flags: set[str] = set()
+def cpu_flags() -> frozenset[str] | None:
+    """This machine's CPU flags as Linux lists them (``/proc/cpuinfo``; ``None``: unreadable)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
                 if line.startswith("flags"):
-                    flags.update(line.split(":", 1)[1].split())
-                    break
+                    return frozenset(line.split(":", 1)[1].split())
     except OSError:
+        return None
+    return frozenset()
+
+
+@functools.cache
+def host_packing() -> XnnpackPacking:
+    """The packing XNNPACK chooses on this machine (its CPU flags from ``/proc/cpuinfo``)."""
+    machine = platform.machine() or "unknown"
+    flags = cpu_flags()
+    if flags is None:
         return XnnpackPacking(f"{machine}: CPU flags unknown, padding not modelled")
     return packing_for_flags(flags, machine)

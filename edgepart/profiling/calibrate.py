@@ -54,6 +54,7 @@ from edgepart.cost.stats import (
     median_stats,
     stats_from_samples,
 )
+from edgepart.devices.xnnpack_packing import cpu_flags
 from edgepart.errors import EdgepartError, PredictorError, RuntimeBackendError, UsageError
 from edgepart.fileio import atomic_write, read_regular
 from edgepart.ir.builder import ModelBuilder
@@ -587,16 +588,8 @@ def host_info() -> dict[str, Any]:
         litert = version("ai-edge-litert")
     except Exception:  # pragma: no cover - metadata missing in odd installs
         litert = "unknown"
-    flags = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    fl = line.split(":", 1)[1].split()
-                    flags = " ".join(x for x in fl if x.startswith(("avx", "amx", "fma", "asimd")))
-                    break
-    except OSError:
-        pass
+    simd = ("avx", "amx", "fma", "asimd")
+    flags = " ".join(sorted(x for x in cpu_flags() or () if x.startswith(simd)))
     return {
         "description": host_description(),
         "machine": platform.machine(),
