@@ -475,9 +475,10 @@ class ConfigPredictor:
         """The kernel model used for ``ktype`` and the type it was found under.
 
         The type itself, then its plain class (``xnn.conv_q8`` -> ``xnn.conv``), (for ``rnn``)
-        the fully connected class, the other CPU executor's class, ``other``, then ``copy`` (a
-        pass over the data); each looked up here first, then in the fallback configuration
-        (the CPU kernels of a delegate's configuration).
+        the fully connected class, (for ``spectrogram`` and ``mfcc``) ``fft``, the other CPU
+        executor's class, ``other``, then ``copy`` (a pass over the data); each looked up here
+        first, then in the fallback configuration (the CPU kernels of a delegate's
+        configuration).
         """
         # a type in a context (``tfl.dwconv_hy@qd8``): its own model, else the plain type's
         base, at, _ = ktype.partition("@")
@@ -489,6 +490,10 @@ class ConfigPredictor:
         if plain == "rnn":
             # a predictor calibrated without recurrent chains: the step's matrix product
             cands[2:2] = [f"{prefix}.fc", "tfl.fc", "xnn.fc"]
+        elif plain in ("spectrogram", "mfcc"):
+            # a predictor from before these custom ops had classes of their own: "fft" priced
+            # them (the same features, so the same predictions as then)
+            cands[2:2] = [f"{prefix}.fft", "tfl.fft"]
         # an op of no known class (custom ops, rare builtins), or of a class the calibration
         # did not cover (a predictor older than the class): a pass over its data, the least
         # any kernel costs

@@ -44,10 +44,12 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 18  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
+SAMPLER_VERSION = 19  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
 # Versions whose specs this module builds: 18 added stack chains (ChainSpec.stack) and left every
 # other spec's chain as 17 built it, so measurements of 17 can still be rebuilt and refitted.
-BUILDS = frozenset({17, 18})
+# 19 drew AudioSpectrogram and Mfcc as classes of their own (they had been a fifth of the "fft"
+# class each): a spec of 17 or 18 still builds its chain as then.
+BUILDS = frozenset({17, 18, 19})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -74,8 +76,12 @@ CLASS_WEIGHTS: dict[str, float] = {
     "shape": 0.3,
     "other": 0.6,
     "fft": 0.4,
+    "spectrogram": 0.3,
+    "mfcc": 0.3,
     "rnn": 0.4,
 }
+# Classes sampler version 19 added; specs of earlier versions never draw them.
+NEW_IN_19 = frozenset({"spectrogram", "mfcc"})
 # Which classes each family draws from: float32; int8 (what quantized models use); hybrid
 # (dynamic-range quantization: float activations, int8 weights of the MAC ops).
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -85,7 +91,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "hy": ("conv", "dwconv", "fc", "binary", "unary", "pool", "reduce", "concat", "copy"),
 }  # fmt: skip
 # Classes whose ops XNNPACK does not take: chains for XNNPACK use them only as partition splits.
-BUILTIN_ONLY = frozenset({"gather", "shape", "other", "fft", "rnn"})
+BUILTIN_ONLY = frozenset({"gather", "shape", "other", "fft", "spectrogram", "mfcc", "rnn"})
 
 MAX_ELEMS = 1 << 22  # activation elements (16 MB of float32)
 SMALL_CAP = 32  # largest length, channel count ... drawn in small chains
@@ -888,7 +894,9 @@ class _Chain(_Blocks):
     # ------------------------------------------------------------------ build
     def build(self) -> Model:
         spec = self.spec
-        w = dict(spec.weights) or dict(CLASS_WEIGHTS)
+        w = dict(spec.weights) or {
+            c: v for c, v in CLASS_WEIGHTS.items() if spec.version >= 19 or c not in NEW_IN_19
+        }
         allowed = {c: v for c, v in w.items() if c in FAMILIES[spec.family] and v > 0}
         splits = 0
         if spec.stack:
@@ -1485,12 +1493,12 @@ class _Chain(_Blocks):
 
     def k_fft(self) -> None:
         """The front end of audio models: a real FFT (``RFFT2D``) of framed signals, then the
-        magnitude (or a part) of its complex result; or the custom ops LiteRT's builtin
-        resolver ships, ``AudioSpectrogram`` (windowed FFTs of a waveform) and ``Mfcc`` (mel
-        filterbank and DCT of a spectrogram)."""
-        kind = self.pick({"rfft": 0.6, "spectrogram": 0.2, "mfcc": 0.2})
-        if kind != "rfft":
-            return self._audio_custom(kind == "mfcc")
+        magnitude (or a part) of its complex result. Before sampler version 19, two in five
+        were one of the custom ops (:meth:`k_spectrogram`, :meth:`k_mfcc`)."""
+        if self.spec.version < 19:
+            kind = self.pick({"rfft": 0.6, "spectrogram": 0.2, "mfcc": 0.2})
+            if kind != "rfft":
+                return self._audio_custom(kind == "mfcc")
         n = int(self.pick({32: 0.5, 64: 0.7, 128: 1.0, 256: 1.3, 512: 1.5, 1024: 1.5, 2048: 1.2,
                            4096: 0.5}))  # fmt: skip
         if self.spec.small:
@@ -1504,6 +1512,16 @@ class _Chain(_Blocks):
         z = self.tensor(y.shape, dtype=F32)
         self.op(str(self.pick({"COMPLEX_ABS": 0.7, "REAL": 0.15, "IMAG": 0.15})), [y.idx], [z])
         self.set(z)
+
+    def k_spectrogram(self) -> None:
+        """``AudioSpectrogram``, a custom op LiteRT's builtin resolver ships: windowed FFTs of a
+        waveform."""
+        self._audio_custom(False)
+
+    def k_mfcc(self) -> None:
+        """``Mfcc``, a custom op LiteRT's builtin resolver ships: a mel filterbank and a DCT
+        of a spectrogram's frames."""
+        self._audio_custom(True)
 
     def _audio_custom(self, mfcc: bool) -> None:
         """An ``AudioSpectrogram`` of a waveform, or an ``Mfcc`` of a spectrogram (its own, or

@@ -100,6 +100,26 @@ def test_kernels_of_no_class_fall_back_to_a_copy_of_their_data():
     assert e.by_type["tfl.other"] == pytest.approx(1e-6 + 1e-4)
 
 
+def test_audio_custom_ops_use_their_own_models_else_the_fft_model_of_older_files():
+    """AudioSpectrogram and Mfcc were "fft" kernels until they got classes of their own: a
+    predictor without models for them prices them by its "fft" model, as it did then."""
+    p = simple_predictor()
+    cfg = p.configs["xnnpack_1t"]
+    coef = np.zeros(len(BASIS))
+    coef[0], coef[1] = 2e-6, 4e-5
+    cfg.kernels["tfl.fft"] = KernelModel("tfl.fft", coef, cv={"q10": 0, "q90": 0})
+    k = kernels(["tfl.spectrogram", "tfl.mfcc"], [feat(1e6), feat(1e6)])
+    e = cfg.model_seconds(k)
+    assert e.fallbacks == {"tfl.spectrogram": "tfl.fft", "tfl.mfcc": "tfl.fft"}
+    assert e.by_type["tfl.mfcc"] == pytest.approx(2e-6 + 4e-5)
+    own = coef.copy()
+    own[0] = 7e-6
+    cfg.kernels["tfl.mfcc"] = KernelModel("tfl.mfcc", own, cv={"q10": 0, "q90": 0})
+    e = cfg.model_seconds(k)
+    assert e.fallbacks == {"tfl.spectrogram": "tfl.fft"}
+    assert e.by_type["tfl.mfcc"] == pytest.approx(7e-6 + 4e-5)
+
+
 def test_file_round_trip_is_byte_identical(tmp_path):
     p = simple_predictor()
     a = tmp_path / "a.json"

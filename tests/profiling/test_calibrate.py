@@ -21,7 +21,7 @@ from edgepart.profiling.calibrate import (
     real_owner,
 )
 from edgepart.profiling.host_predictor import fit_host_predictor
-from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
+from edgepart.profiling.kernel_gen import SAMPLER_VERSION, ChainSpec, build_chain, draw_specs
 from edgepart.tflite.writer import write_model
 
 
@@ -590,7 +590,7 @@ def test_stack_chains_repeat_one_step_configuration_over_one_column():
     assert {s.length for s in specs} <= set(range(2, 25)) and len({s.length for s in specs}) > 10
     checked = 0
     for spec in sorted(specs, key=lambda s: (s.column, s.family, s.seed)):
-        assert spec.small and spec.version == 18
+        assert spec.small and spec.version == SAMPLER_VERSION
         assert ChainSpec.from_json(spec.to_json()) == spec
         m = build_chain(spec)
         sg = m.main
@@ -633,9 +633,9 @@ def test_specs_of_sampler_version_17_build_the_chains_they_built():
     import dataclasses
     import hashlib
 
-    from edgepart.profiling.kernel_gen import CLASS_WEIGHTS
+    from edgepart.profiling.kernel_gen import CLASS_WEIGHTS, NEW_IN_19
 
-    w = tuple(sorted(CLASS_WEIGHTS.items()))
+    w = tuple(sorted((c, v) for c, v in CLASS_WEIGHTS.items() if c not in NEW_IN_19))
     specs = [
         ChainSpec(seed=1, family="f32", length=8, weights=w),
         ChainSpec(seed=2, family="q8", length=3, homogeneous="conv"),
@@ -858,8 +858,15 @@ def test_audio_custom_op_chains_run_in_litert_and_read_their_options():
 
     f = {n: k for k, n in enumerate(FEATURES)}
     seen: set[str] = set()
-    for seed in range(30):
-        m = build_chain(ChainSpec(seed=seed, homogeneous="fft", length=3))
+    cls = {"AudioSpectrogram": "spectrogram", "Mfcc": "mfcc"}
+    # their own classes since sampler version 19; in 18's "fft" chains a fifth of the kernels
+    # each (those specs still build, and their kernels get the new types)
+    specs = [ChainSpec(seed=s, homogeneous=h, length=3) for s in range(8)
+             for h in ("spectrogram", "mfcc")]  # fmt: skip
+    specs += [ChainSpec(seed=s, homogeneous="fft", length=3, version=18) for s in range(12)]
+    for spec in specs:
+        seed = spec.seed
+        m = build_chain(spec)
         sg = m.main
         names = [sg.op_name(i) for i in range(sg.num_ops)]
         if not {"Mfcc", "AudioSpectrogram"} & set(names):
@@ -875,7 +882,7 @@ def test_audio_custom_op_chains_run_in_litert_and_read_their_options():
                 continue
             seen.add(name)
             row = k.features[k.op_kernel[i]]
-            assert k.types[k.op_kernel[i]] == "tfl.fft"
+            assert k.types[k.op_kernel[i]] == f"tfl.{cls[name]}"
             opts = flexbuffers.Loads(bytes(sg.op_custom_options[i]))
             bins = sg.tensor(int(sg.op_outputs.row(i)[0])).shape[-1]
             if name == "Mfcc":
@@ -888,6 +895,11 @@ def test_audio_custom_op_chains_run_in_litert_and_read_their_options():
                 n = 1 << (opts["window_size"] - 1).bit_length()
                 assert row[f["opcode"]] == -2 and row[f["red"]] == n and bins == n // 2 + 1
     assert seen == {"Mfcc", "AudioSpectrogram"}
+    # version 19's "fft" chains are real FFTs only
+    for seed in range(12):
+        sg = build_chain(ChainSpec(seed=seed, homogeneous="fft", length=3)).main
+        names = {sg.op_name(i) for i in range(sg.num_ops)}
+        assert "RFFT2D" in names and not names & {"Mfcc", "AudioSpectrogram"}, seed
 
 
 def test_retyping_saved_measurements_restores_the_current_kernel_types(
