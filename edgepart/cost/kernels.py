@@ -90,6 +90,7 @@ __all__ = [
     "EXECUTORS",
     "FEATURES",
     "KERNEL_CLASSES",
+    "SPLIT_FROM",
     "WORK_FEATURES",
     "Kernels",
     "after_dynamic_quantization",
@@ -227,9 +228,11 @@ _CLASS_OPS: dict[str, tuple[str, ...]] = {
     "shape": ("SHAPE", "RANK", "FILL", "RANGE", "BROADCAST_ARGS"),
 }
 KERNEL_CLASSES: tuple[str, ...] = (*_CLASS_OPS, "rnn", "other")
-# the audio front ends' classes (transforms per frame); predictors older than the split of
-# AudioSpectrogram and Mfcc out of "fft" price them by their "fft" model
+# the audio front ends' classes (transforms per frame, the same features)
 AUDIO_CLASSES = frozenset({"fft", "spectrogram", "mfcc"})
+# Classes split out of another: a predictor from before the split has no model for them and
+# prices them by the class they came from, as it did then.
+SPLIT_FROM = {"spectrogram": "fft", "mfcc": "fft"}
 _OP_CLASS = {op: cls for cls, ops in _CLASS_OPS.items() for op in ops}
 
 _RECURRENT = frozenset(

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.cost.kernels import FEATURES, Kernels
+from edgepart.cost.kernels import FEATURES, SPLIT_FROM, Kernels
 from edgepart.cost.signature import unique_rows
 from edgepart.cost.xnn_tasks import one_task_of
 from edgepart.errors import PredictorError
@@ -103,11 +103,15 @@ def is_row_tile(value: object) -> bool:
 WEIGHT_STREAMING = frozenset({"conv", "fc", "rnn"})
 
 
+def _plain_class(cls: str) -> str:
+    """A type's class without its data-type suffix (``conv_q8``, ``fc_hy`` -> ``conv``, ``fc``)."""
+    return cls.removesuffix("_q8").removesuffix("_hy")
+
+
 def streams_weights(ktype: str) -> bool:
     """Whether kernels of ``ktype`` (``xnn.conv_q8``, ``tfl.fc_hy@qd8`` ...) stream weight
     matrices (:data:`WEIGHT_STREAMING`)."""
-    cls = ktype.partition("@")[0].partition(".")[2]
-    return cls.removesuffix("_q8").removesuffix("_hy") in WEIGHT_STREAMING
+    return _plain_class(ktype.partition("@")[0].partition(".")[2]) in WEIGHT_STREAMING
 
 
 def basis_matrix(
@@ -475,7 +479,8 @@ class ConfigPredictor:
         """The kernel model used for ``ktype`` and the type it was found under.
 
         The type itself, then its plain class (``xnn.conv_q8`` -> ``xnn.conv``), (for ``rnn``)
-        the fully connected class, (for ``spectrogram`` and ``mfcc``) ``fft``, the other CPU
+        the fully connected class, (for a class split out of another,
+        :data:`edgepart.cost.kernels.SPLIT_FROM`) the class it came from, the other CPU
         executor's class, ``other``, then ``copy`` (a pass over the data); each looked up here
         first, then in the fallback configuration (the CPU kernels of a delegate's
         configuration).
@@ -483,17 +488,16 @@ class ConfigPredictor:
         # a type in a context (``tfl.dwconv_hy@qd8``): its own model, else the plain type's
         base, at, _ = ktype.partition("@")
         prefix, _, cls = base.partition(".")
-        plain = cls.removesuffix("_q8").removesuffix("_hy")
+        plain = _plain_class(cls)
         cands = [ktype] * bool(at) + [base, f"{prefix}.{plain}", f"tfl.{cls}", f"xnn.{cls}",
                  f"tfl.{plain}", f"xnn.{plain}", f"{prefix}.other", "tfl.other",
                  "xnn.other"]  # fmt: skip
         if plain == "rnn":
             # a predictor calibrated without recurrent chains: the step's matrix product
             cands[2:2] = [f"{prefix}.fc", "tfl.fc", "xnn.fc"]
-        elif plain in ("spectrogram", "mfcc"):
-            # a predictor from before these custom ops had classes of their own: "fft" priced
-            # them (the same features, so the same predictions as then)
-            cands[2:2] = [f"{prefix}.fft", "tfl.fft"]
+        elif plain in SPLIT_FROM:
+            # a predictor from before the class was split out of another: that one priced it
+            cands[2:2] = [f"{prefix}.{SPLIT_FROM[plain]}", f"tfl.{SPLIT_FROM[plain]}"]
         # an op of no known class (custom ops, rare builtins), or of a class the calibration
         # did not cover (a predictor older than the class): a pass over its data, the least
         # any kernel costs
