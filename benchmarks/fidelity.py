@@ -39,6 +39,10 @@ times ``--probe-chains`` of the calibration's own chains again among the models:
 ratio now/then per configuration is the machine's drift since calibration, printed, and the
 shares are printed a second time with the predictions scaled by it (a diagnostic that tells
 the predictor's error from the machine's; the figures without it are the result).
+``--recheck`` (with ``--probe``) does what ``edgepart calibrate --host --recheck`` does before
+the runs: some of the calibration's chains timed again give each configuration's latency scale,
+and the predictor judged is the scaled one (the predictor as given is judged on the same
+measurements as the baseline, unless ``--baseline`` names another).
 The model set is the corpus (``tools/build_corpus.py``, the default set plus
 ``mobilenet_v2_224`` and ``resnet50``) and every real-model corpus model LiteRT runs
 (``tools/real_models.py``), with the input shapes its manifest gives.
@@ -49,7 +53,7 @@ Usage::
                                   [--models a,b|all] [--extra DIR] [--json OUT]
     python benchmarks/fidelity.py --mode predictor --predictor host.predictor.json [--runs 3]
                                   [--baseline other.predictor.json] [--probe MEASUREMENTS]
-                                  [--models a,b] [--rounds 27] [--json OUT]
+                                  [--recheck] [--models a,b] [--rounds 27] [--json OUT]
 """
 
 from __future__ import annotations
@@ -234,6 +238,21 @@ def predictor_mode(args: argparse.Namespace) -> int:
 
     pred = load_predictor(args.predictor)
     base = load_predictor(args.baseline) if args.baseline else None
+    if args.recheck:
+        from edgepart.profiling.calibrate import load_measurements
+        from edgepart.profiling.recheck import apply_recheck, recheck
+
+        if not args.probe:
+            raise SystemExit("--recheck needs --probe host.measurements.npz (the calibration's)")
+        if base is None:
+            base, args.baseline = load_predictor(args.predictor), f"{args.predictor} as given"
+        checks = recheck(load_measurements(args.probe), pred)
+        apply_recheck(pred, checks)
+        print(
+            "re-checked before the runs (the calibration's chains now / then, the predictions' "
+            "scale): " + ", ".join(f"{c} {k.scale:.3f}" for c, k in sorted(checks.items()))
+        )
+    scale = {n: c.latency_scale for n, c in pred.configs.items()}
     configs = [(n, c.executor, c.threads) for n, c in sorted(pred.configs.items())]
     models = predictor_models(None if args.models in (None, "all") else args.models.split(","))
     preds: dict[tuple[str, str], float] = {}
@@ -337,7 +356,8 @@ def predictor_mode(args: argparse.Namespace) -> int:
         for r in med:
             if r["config"] in factor:
                 r["drift"] = factor[str(r["config"])]
-                r["drift_err"] = float(r["pred_s"]) * r["drift"] / float(r["meas_s"]) - 1  # type: ignore[arg-type, operator]
+                raw = float(r["pred_s"]) / scale[str(r["config"])]  # type: ignore[arg-type]
+                r["drift_err"] = raw * r["drift"] / float(r["meas_s"]) - 1  # type: ignore[arg-type, operator]
         _predictor_summary([{**r, "err": r["drift_err"]} for r in med if "drift_err" in r], configs)
     if base_preds:  # the baseline predictor on the same measurements: a drift-free comparison
         print(f"baseline {args.baseline}, same measurements:")
@@ -362,28 +382,15 @@ def _drift_probe(
 ) -> dict[str, tuple[bytes, dict[str, float]]]:
     """``--probe-chains`` chains of the calibration's measurements (``--probe FILE``), rebuilt
     from their specs, with the latency each configuration measured then: timed again among the
-    models, they tell how much faster or slower the machine runs now than at calibration."""
-    import numpy as np
-
-    from edgepart.profiling.calibrate import chains_for, load_measurements
-    from edgepart.profiling.kernel_gen import build_chain
-    from edgepart.tflite.writer import write_model
+    models, they tell how much faster or slower the machine runs now than at calibration
+    (:func:`edgepart.profiling.recheck.probe_chains`; another choice of chains than
+    ``--recheck``'s)."""
+    from edgepart.profiling.calibrate import load_measurements
+    from edgepart.profiling.recheck import probe_chains
 
     meas = load_measurements(args.probe)
-    then: dict[int, dict[str, float]] = {}
-    specs = {}
-    for c in configs:
-        for rec, total in chains_for(meas, c, "p10"):
-            then.setdefault(id(rec), {})[c] = total
-            specs[id(rec)] = rec.spec
-    both = sorted((k for k, v in then.items() if len(v) == len(configs)),
-                  key=lambda k: json.dumps(specs[k].to_json(), sort_keys=True))  # fmt: skip
-    rng = np.random.default_rng(0)
-    pick = rng.choice(len(both), size=min(args.probe_chains, len(both)), replace=False)
-    return {
-        f"probe:{i}": (write_model(build_chain(specs[both[i]])), then[both[i]])
-        for i in sorted(pick.tolist())
-    }
+    chosen = probe_chains(meas, configs, args.probe_chains, seed=1)
+    return {f"probe:{i}": probe for i, probe in enumerate(chosen)}
 
 
 def _predictor_summary(rows: list[dict[str, object]], configs: list[tuple[str, str, int]]) -> None:
@@ -506,6 +513,12 @@ def main() -> int:
         "its chains are timed again among the models, to tell the machine's drift since",
     )
     ap.add_argument("--probe-chains", type=int, default=48, help="chains --probe times again")
+    ap.add_argument(
+        "--recheck",
+        action="store_true",
+        help="with --probe: re-check the predictor's latency scale before the runs, as "
+        "calibrate --host --recheck does, and judge the scaled predictor",
+    )
     ap.add_argument(
         "--baseline",
         help="another predictor file judged on the same measurements (--mode predictor): the "

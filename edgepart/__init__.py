@@ -16,7 +16,8 @@ Models: :func:`read_model`, :func:`inspect_model`, :func:`claims`. Devices:
 :func:`load_device`, :func:`load_delegate`, :func:`device_names`, :func:`delegate_names`,
 :func:`catalog`, :func:`validate_yaml`, the host executors :data:`EXECUTOR_NAMES`. Costs:
 :func:`roofline`, :func:`profile_host`. Latency prediction: :func:`calibrate_host`,
-:func:`refit_predictor`, :func:`fit_predictor_from_tables`, :func:`estimate`. Placement:
+:func:`recheck_host`, :func:`refit_predictor`, :func:`fit_predictor_from_tables`,
+:func:`estimate`. Placement:
 :func:`place`, :func:`compile`, :func:`place_graph`. Memory: :func:`plan_memory`,
 :func:`write_tflm_plan`. Bundles: :func:`load_bundle`, :func:`run_bundle`,
 :class:`PartitionedInterpreter`. Phones (adb):
@@ -105,9 +106,11 @@ if TYPE_CHECKING:
         EstimateReport,
         HostCalibration,
         PredictorFit,
+        PredictorRecheck,
         calibrate_host,
         estimate,
         fit_predictor_from_tables,
+        recheck_host,
         refit_predictor,
     )
     from edgepart.api.profiling import profile_host
@@ -136,6 +139,8 @@ _LAZY = {
     "profile_host": "edgepart.api.profiling",
     "calibrate_host": "edgepart.api.prediction",
     "refit_predictor": "edgepart.api.prediction",
+    "recheck_host": "edgepart.api.prediction",
+    "PredictorRecheck": "edgepart.api.prediction",
     "fit_predictor_from_tables": "edgepart.api.prediction",
     "estimate": "edgepart.api.prediction",
     "EstimateReport": "edgepart.api.prediction",
@@ -211,6 +216,7 @@ __all__ = [
     "PlanError",
     "PredictorError",
     "PredictorFit",
+    "PredictorRecheck",
     "ProfileError",
     "Progress",
     "RemoteBinaryError",
@@ -250,6 +256,7 @@ __all__ = [
     "profile_phone",
     "random_inputs",
     "read_model",
+    "recheck_host",
     "refit_predictor",
     "roofline",
     "run_bundle",

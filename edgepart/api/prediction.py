@@ -3,7 +3,9 @@
 A latency predictor maps the kernels an executor runs (found with its fusion rules) to their
 latency (``docs/latency_predictors.md``). :func:`calibrate_host` measures generated kernel
 chains on this machine and writes its device profile (``--profile host``) and predictor;
-:func:`refit_predictor` fits again from the saved measurements; :func:`fit_predictor_from_tables`
+:func:`recheck_host` times a few of its chains again and scales the predictor by how much faster
+or slower the machine runs now; :func:`refit_predictor` fits again from the saved measurements;
+:func:`fit_predictor_from_tables`
 fits one from per-op latency tables (``edgepart profile``, also ``--adb`` on a phone);
 :func:`estimate` predicts what ``benchmark_model`` reports for a model on every configuration of
 a device's predictor.
@@ -20,16 +22,19 @@ from edgepart.cost.predictor import Predictor
 from edgepart.cost.predictor_fit import FitReport
 from edgepart.cost.table import ProcessorTable, load_table
 from edgepart.devices.host_executors import MAX_THREADS
+from edgepart.devices.profile import host_profile_path
 from edgepart.errors import UsageError
 from edgepart.ir.graph import Model
 from edgepart.profiling import host_calibration
 from edgepart.profiling.host_calibration import (
+    MEASUREMENTS_FILE,
     PREDICTOR_FILE,
     HostCalibration,
     default_configs,
     refit,
 )
 from edgepart.profiling.model_estimate import EstimateReport, estimate_file
+from edgepart.profiling.recheck import RECHECK_CHAINS, Recheck
 from edgepart.profiling.table_fit import predictor_from_tables
 from edgepart.tflite.reader import read_model
 
@@ -38,9 +43,11 @@ __all__ = [
     "EstimateReport",
     "HostCalibration",
     "PredictorFit",
+    "PredictorRecheck",
     "calibrate_host",
     "estimate",
     "fit_predictor_from_tables",
+    "recheck_host",
     "refit_predictor",
 ]
 
@@ -153,6 +160,84 @@ def calibrate_host(
         out_dir=out_dir,
         progress=None if progress is None else lambda f, s: progress(_steps(f), _STEPS, s),
     )
+
+
+@dataclass
+class PredictorRecheck:
+    """What :func:`recheck_host` measured (per configuration) and wrote."""
+
+    predictor: Predictor
+    checks: dict[str, Recheck]
+    files: list[Path] = field(default_factory=list)
+
+
+def recheck_host(
+    directory: str | os.PathLike[str] | None = None,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    chains: int = RECHECK_CHAINS,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> PredictorRecheck:
+    """Re-check this machine's speed against its calibration and scale its predictor.
+
+    A shared machine does not keep the speed it had while it was calibrated (on the 2-core
+    cloud guest of ``docs/latency_predictors.md`` whole models ran 16 to 28% faster one hour
+    than the calibration the day before had seen). ``chains`` of the calibration's own chains
+    are timed again (about half a minute); the median of their new time over their
+    calibration time, per configuration, becomes that configuration's ``latency_scale``,
+    which multiplies all its predictions (each estimate notes it). Nothing fitted changes; a
+    later re-check replaces the scale. No model is timed: the chains are generated kernel
+    configurations.
+
+    Parameters
+    ----------
+    directory
+        Where :func:`calibrate_host` wrote ``host.predictor.json`` and
+        ``host.measurements.npz`` (default: where ``--profile host`` looks).
+    out
+        Write the scaled predictor here (default: over ``host.predictor.json``, atomically).
+    chains
+        How many of the calibration's chains to time again (at least 8).
+    seed
+        Which chains (a fixed choice per seed) and the order they are timed in.
+    progress
+        Called as ``progress(done, total, label)`` per round of timing.
+
+    Returns
+    -------
+    PredictorRecheck
+        The scaled predictor, each configuration's re-check (scale, chains, quartiles of the
+        chains' ratios) and the file written.
+
+    Raises
+    ------
+    UsageError
+        Fewer than 8 chains asked for.
+    PredictorError
+        A missing or invalid predictor or measurements file, measurements without the
+        predictor's configurations, or a scale outside 0.25 to 4 (another machine).
+
+    Examples
+    --------
+    >>> import edgepart
+    >>> chk = edgepart.recheck_host("/tmp/host")  # doctest: +SKIP
+    >>> round(chk.checks["xnnpack_1t"].scale, 2)  # doctest: +SKIP
+    0.84
+    """
+    if chains < 8:
+        raise UsageError(f"--recheck-chains {chains}: need at least 8")
+    d = Path(directory) if directory is not None else host_profile_path().parent
+    target = Path(out) if out is not None else d / PREDICTOR_FILE
+    pred, checks = host_calibration.recheck_host(
+        d / PREDICTOR_FILE,
+        d / MEASUREMENTS_FILE,
+        target,
+        chains=chains,
+        seed=seed,
+        progress=None if progress is None else lambda i, n: progress(i, n, "re-checking"),
+    )
+    return PredictorRecheck(pred, checks, [target])
 
 
 def refit_predictor(

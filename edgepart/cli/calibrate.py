@@ -22,7 +22,9 @@ def register(subparsers: Any) -> None:
         "fit one latency predictor per executor configuration (cross-validated; the best of "
         "linear, gradient-boosted-tree and random-forest models), and write this machine's "
         "device profile (`--profile host`), its predictor and the measurements. "
-        "--fit-only refits saved measurements without measuring.",
+        "--fit-only refits saved measurements without measuring; --recheck times a few of "
+        "the calibration's chains again and scales the predictor by how much faster or "
+        "slower the machine runs now.",
     )
     p.add_argument("--host", action="store_true", help="calibrate this machine (required)")
     p.add_argument(
@@ -70,7 +72,23 @@ def register(subparsers: Any) -> None:
         help="refit saved measurements (host.measurements.npz) instead of measuring",
     )
     p.add_argument(
-        "--predictor-out", metavar="JSON", help="with --fit-only or --from-table: the predictor"
+        "--recheck",
+        action="store_true",
+        help="time --recheck-chains of the calibration's chains (in -o DIR) again and store "
+        "in its predictor how much faster or slower this machine runs now (about half a "
+        "minute; every prediction is scaled by it)",
+    )
+    p.add_argument(
+        "--recheck-chains",
+        type=int,
+        default=64,
+        metavar="N",
+        help="chains --recheck times again (default 64)",
+    )
+    p.add_argument(
+        "--predictor-out",
+        metavar="JSON",
+        help="with --fit-only, --recheck or --from-table: the predictor",
     )
     p.add_argument(
         "--from-table",
@@ -92,6 +110,8 @@ def handler(args: argparse.Namespace) -> int:
         raise UsageError(
             "calibrate: give --host (measure this machine) or --from-table TABLE=MODEL"
         )
+    if args.recheck:
+        return _recheck(args)
     bar = edgepart.Progress(
         "calibrating",
         unit="/1000 of the budget",
@@ -139,6 +159,36 @@ def handler(args: argparse.Namespace) -> int:
             f"{res.budget_s:.0f} s budget"
         )
     _report(res.reports, args, [str(f) for f in res.files])
+    return 0
+
+
+def _recheck(args: argparse.Namespace) -> int:
+    if args.fit_only:
+        raise UsageError("give --recheck or --fit-only, not both")
+    bar = edgepart.Progress("re-checking", unit=" rounds", enabled=False if args.no_progress
+                            or args.json else None)  # fmt: skip
+    try:
+        res = edgepart.recheck_host(
+            args.out,
+            out=args.predictor_out,
+            chains=args.recheck_chains,
+            seed=args.seed or 0,
+            progress=bar,
+        )
+    finally:
+        bar.close()
+    if args.json:
+        print(json.dumps({"checks": [c.to_json() for _, c in sorted(res.checks.items())],
+                          "files": [str(f) for f in res.files]}, indent=1))  # fmt: skip
+        return 0
+    for name, c in sorted(res.checks.items()):
+        print(
+            f"{name}: {c.chains} of the calibration's chains now take {c.scale:.3f} of their "
+            f"calibration time (quartiles {c.q25:.3f}..{c.q75:.3f}); predictions scaled by "
+            f"{c.scale:.3f}"
+        )
+    for f in res.files:
+        print(f"wrote {f}")
     return 0
 
 

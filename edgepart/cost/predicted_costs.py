@@ -98,6 +98,7 @@ def predicted_costs(
     node = cp.node_s.get(str(deleg), 0.0) if deleg else 0.0
     if deleg and not node and cp.node_s:
         node = float(next(iter(cp.node_s.values())))
+    node *= cp.latency_scale
     return PredictedCosts(
         latency=lat,
         delegated=delegated,

@@ -52,6 +52,7 @@ __all__ = [
     "BASIS",
     "DERIVED",
     "FORMAT",
+    "LATENCY_SCALE_RANGE",
     "TREE_INPUTS",
     "VERSION",
     "ConfigPredictor",
@@ -472,6 +473,10 @@ class ConfigPredictor:
     # suffix (measured by calibrate --host: edgepart.profiling.gemm_tiles); empty: the widths
     # every instruction set has (edgepart.cost.xnn_tasks)
     gemm_outputs: dict[str, float] = field(default_factory=dict)
+    # what every prediction of this configuration is multiplied by: the machine's speed now
+    # against its calibration (latencies now / then, measured by ``calibrate --host
+    # --recheck``: :mod:`edgepart.profiling.recheck`); 1: as calibrated
+    latency_scale: float = 1.0
     _owner: Predictor | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
@@ -521,8 +526,8 @@ class ConfigPredictor:
         """The fixed cost of invoking a (sub)graph of kernels ``k``: the invocation, and
         ``builtin_plan_s`` when it :func:`runs_builtin`."""
         if self.builtin_plan_s and runs_builtin(k):
-            return self.invoke_s + self.builtin_plan_s
-        return self.invoke_s
+            return (self.invoke_s + self.builtin_plan_s) * self.latency_scale
+        return self.invoke_s * self.latency_scale
 
     def kernel_seconds(self, k: Kernels) -> tuple[np.ndarray, dict[str, str]]:
         """Seconds of each kernel of ``k`` (its repeats included), and the fallbacks used."""
@@ -541,7 +546,7 @@ class ConfigPredictor:
                     rows = rows[~single]
             if len(rows):
                 self._predict_rows(t, k.features, rows, out, used)
-        out *= k.repeat
+        out *= k.repeat * self.latency_scale
         return out, used
 
     def one_task_reference(self) -> ConfigPredictor | None:
@@ -603,7 +608,7 @@ class ConfigPredictor:
             trips[kidx] = min(trips.get(kidx, mult), mult)
         for kidx, n in trips.items():
             code = int(k.features[kidx, _F["opcode"]])
-            rep = float(k.repeat[kidx])
+            rep = float(k.repeat[kidx]) * self.latency_scale
             if code == _WHILE and "while" in self.control_s:
                 per = self.control_s["while"] + n * self.control_s.get("while_iteration", 0.0)
                 secs[kidx] = rep * per
@@ -641,6 +646,11 @@ class ConfigPredictor:
         fixed = self.fixed_s(k)
         total = fixed + node + total_k
         lo, hi = self.band(by_type, total_k)
+        if self.latency_scale != 1.0:
+            notes.append(
+                f"times {self.latency_scale:.3f}: the machine's speed against its calibration "
+                "when last re-checked (calibrate --host --recheck)"
+            )
         return ModelEstimate(
             config=self.name,
             seconds=total,
@@ -659,7 +669,8 @@ class ConfigPredictor:
 
     def nodes_s(self, partitions: Mapping[str, int]) -> float:
         """What ``partitions`` DELEGATE nodes (per delegate) cost per invocation."""
-        return float(sum(self.node_s.get(d, 0.0) * n for d, n in partitions.items()))
+        s = sum(self.node_s.get(d, 0.0) * n for d, n in partitions.items())
+        return float(s * self.latency_scale)
 
     def band(self, by_type: Mapping[str, float], total: float) -> tuple[float, float]:
         """The 10th and 90th percentile of the relative error ``predicted / measured - 1``
@@ -697,6 +708,8 @@ class ConfigPredictor:
             out["gemm_one_task_outputs"] = {
                 k: _num(v) for k, v in sorted(self.gemm_outputs.items())
             }
+        if self.latency_scale != 1.0:
+            out["latency_scale"] = _num(self.latency_scale)
         return out
 
 
@@ -756,6 +769,10 @@ class Predictor:
         """Write the predictor atomically (deterministic bytes)."""
         atomic_write_text(path, self.dumps())
 
+
+LATENCY_SCALE_RANGE = (0.25, 4.0)
+"""The latency scales a predictor file may hold (:attr:`ConfigPredictor.latency_scale`): a
+machine four times faster or slower than at its calibration is another machine; calibrate it."""
 
 PREDICTOR_LIMIT = 1 << 28
 """Largest latency-predictor file read (256 MiB)."""
@@ -827,6 +844,14 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
         if any(not math.isfinite(v) or v < 0 for v in nodes.values()):
             raise PredictorError(f"{loc}.delegate_node_s: values must be finite, >= 0")
         control = _nonnegative_map(c, "control_flow_s", loc)
+        scale = c.get("latency_scale", 1.0)
+        if (isinstance(scale, bool) or not isinstance(scale, int | float)
+                or not LATENCY_SCALE_RANGE[0] <= scale <= LATENCY_SCALE_RANGE[1]):  # fmt: skip
+            lo_s, hi_s = LATENCY_SCALE_RANGE
+            raise PredictorError(
+                f"{loc}.latency_scale: {scale!r}; need a number from {lo_s} to {hi_s} (re-check "
+                "with calibrate --host --recheck, or remove the field)"
+            )
         widths = _nonnegative_map(c, "gemm_one_task_outputs", loc)
         kernels = {}
         for t, kd in dict(c.get("kernels", {})).items():
@@ -846,6 +871,7 @@ def predictor_from_dict(doc: Any, where: str = "<predictor>") -> Predictor:
             builtin_plan_s=plan,
             one_task_config=c.get("one_task_config"),
             gemm_outputs=widths,
+            latency_scale=float(scale),
         )
     for name, cp in configs.items():
         ref = cp.one_task_config

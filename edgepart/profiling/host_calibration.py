@@ -15,6 +15,10 @@ resolves to, :func:`edgepart.devices.profile.host_profile_path`):
 - ``host.predictor.json``: the predictor (:mod:`edgepart.cost.predictor`);
 - ``host.measurements.npz``: the measurements, so ``calibrate --fit-only`` can refit them
   (identically for the same seed) without measuring again.
+
+:func:`recheck_host` (``calibrate --host --recheck``) times a few of those chains again and
+stores in the predictor how much faster or slower the machine runs now than it did then
+(:mod:`edgepart.profiling.recheck`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepart.cost.predictor import Predictor
+from edgepart.cost.predictor import Predictor, load_predictor
 from edgepart.cost.predictor_fit import FitReport, chain_data, cross_validate
 from edgepart.devices.profile import host_profile_path
 from edgepart.errors import UsageError
@@ -44,6 +48,7 @@ from edgepart.profiling.calibrate import (
 from edgepart.profiling.host_predictor import fit_host_predictor
 from edgepart.profiling.host_roofs import measure_bandwidth, measure_peak, memory_bytes
 from edgepart.profiling.kernel_gen import CLASS_WEIGHTS
+from edgepart.profiling.recheck import RECHECK_CHAINS, Recheck, apply_recheck, recheck
 
 __all__ = [
     "MEASURE_SHARE",
@@ -51,6 +56,7 @@ __all__ = [
     "adaptive_weights",
     "calibrate_host",
     "default_configs",
+    "recheck_host",
     "refit",
     "write_host_profile",
 ]
@@ -204,6 +210,25 @@ def refit(
     )
     pred.save(out)
     return pred, reports
+
+
+def recheck_host(
+    predictor: str | os.PathLike[str],
+    measurements: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    chains: int = RECHECK_CHAINS,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Predictor, dict[str, Recheck]]:
+    """Time ``chains`` of the calibration's chains (``measurements``) again and write the
+    predictor with each configuration's latency scale to ``out`` (atomically; the input is
+    read in full first, so ``out`` may be the same file)."""
+    pred = load_predictor(predictor)
+    meas = load_measurements(measurements)
+    checks = recheck(meas, pred, chains=chains, seed=seed, progress=progress)
+    apply_recheck(pred, checks).save(out)
+    return pred, checks
 
 
 def measure_roofs(threads: int) -> dict[str, Any]:

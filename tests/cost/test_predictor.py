@@ -775,3 +775,47 @@ def test_fits_given_the_cache_size_find_what_weights_past_it_cost():
     assert cached["xnn.copy"].cache_bytes == 0.0
     assert cached["xnn.fc"].predict(x) == pytest.approx(want, rel=0.02)
     assert np.max(np.abs(plain["xnn.fc"].predict(x) / want - 1)) > 0.2
+
+
+def test_a_latency_scale_multiplies_every_part_of_a_prediction_and_says_so(tmp_path):
+    """``calibrate --host --recheck`` stores how fast the machine runs now against its
+    calibration; every part of an estimate (invocation, builtin plan, delegate nodes,
+    kernels, control flow and the subgraphs it calls, the band) scales by it."""
+    from edgepart.cost.kernels import decompose
+    from edgepart.profiling.timing import loop_model
+    from edgepart.tflite.reader import read_model_bytes as read_model
+
+    p = simple_predictor()
+    cfg = p.configs["xnnpack_1t"]
+    cfg.builtin_plan_s = 9e-8
+    cfg.kernels["tfl.binary"] = KernelModel("tfl.binary", np.eye(len(BASIS))[0] * 1e-7)
+    cfg.kernels["tfl.copy"] = KernelModel("tfl.copy", np.eye(len(BASIS))[0] * 2e-7)
+    cfg.control_s = {"while": 9e-7, "while_iteration": 3e-8}
+    mixed = kernels(["xnn.conv", "tfl.conv"], [feat(2e6), feat(0)], {"xnnpack": 1})
+    loop = decompose(read_model(loop_model(5)), "builtin")
+    before = [cfg.model_seconds(k) for k in (mixed, loop)]
+    secs_before, _ = cfg.kernel_seconds(mixed)
+    cfg.latency_scale = 0.8
+    after = [cfg.model_seconds(k) for k in (mixed, loop)]
+    for b, a in zip(before, after, strict=True):
+        for part in ("seconds", "low_s", "high_s", "invoke_s", "delegate_s", "kernels_s"):
+            assert getattr(a, part) == pytest.approx(0.8 * getattr(b, part)), part
+        assert not any("re-checked" in n for n in b.notes)
+        assert any("times 0.800" in n and "re-checked" in n for n in a.notes)
+    assert cfg.kernel_seconds(mixed)[0] == pytest.approx(0.8 * secs_before)
+    assert cfg.nodes_s({"xnnpack": 2}) == pytest.approx(0.8 * 4e-7)
+    # the scale round-trips; files without it (and unscaled ones, written as before) read 1
+    a = tmp_path / "a.json"
+    p.save(a)
+    assert load_predictor(a).configs["xnnpack_1t"].latency_scale == 0.8
+    cfg.latency_scale = 1.0
+    assert "latency_scale" not in p.to_json()["configs"]["xnnpack_1t"]
+    assert predictor_from_dict(p.to_json(), "old.json").configs["xnnpack_1t"].latency_scale == 1
+
+
+@pytest.mark.parametrize("bad", [0.1, 5.0, -1.0, True, "0.9", None])
+def test_a_latency_scale_out_of_range_is_refused(bad):
+    d = simple_predictor().to_json()
+    d["configs"]["xnnpack_1t"]["latency_scale"] = bad
+    with pytest.raises(PredictorError, match=r"xnnpack_1t\.latency_scale: .*from 0\.25 to 4\.0"):
+        predictor_from_dict(d, "p.json")

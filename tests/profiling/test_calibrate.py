@@ -1018,3 +1018,75 @@ def test_chains_the_canary_dropped_are_named_as_the_reason_a_fit_is_refused(tmp_
         fit_host_predictor(meas, family="gbt", seed=1, bags=1)
     msg = str(err.value)
     assert msg.startswith("xnnpack_2t: 0 of 8 measured chains kept") and "quieter machine" in msg
+
+
+def test_a_recheck_times_calibration_chains_again_and_scales_the_predictor_alone(
+    small_measurements, tmp_path, capsys
+):
+    """``calibrate --host --recheck``: some of the calibration's own chains, timed again, give
+    per configuration how fast the machine runs now against then; the predictor stores it and
+    nothing fitted changes."""
+    import shutil
+
+    import edgepart
+    from edgepart.profiling.recheck import probe_chains
+
+    meas, path = small_measurements
+    pred, _ = fit_host_predictor(meas, family="linear", seed=0)
+    d = tmp_path / "host"
+    d.mkdir()
+    pred.save(d / "host.predictor.json")
+    shutil.copy(path, d / "host.measurements.npz")
+    fitted = (d / "host.predictor.json").read_bytes()
+    # the chains: a fixed choice per seed among those measured on every configuration, with
+    # their calibration times (no canary in these measurements: as measured)
+    probes = probe_chains(meas, ["builtin_1t", "xnnpack_1t"], 10)
+    assert len(probes) == 10 and probes == probe_chains(meas, ["builtin_1t", "xnnpack_1t"], 10)
+    times = {round(s.p10_s, 15) for c in meas.chains for s in c.stats.values() if s is not None}
+    assert all(round(v, 15) in times for _, then in probes for v in then.values())
+    res = edgepart.recheck_host(d, chains=12)
+    assert sorted(res.checks) == ["builtin_1t", "xnnpack_1t"]
+    assert res.files == [d / "host.predictor.json"]
+    back = load_predictor(d / "host.predictor.json")
+    for name, c in res.checks.items():
+        # the same machine minutes after it measured the chains: about as fast
+        assert c.chains == 12 and 0.5 < c.q25 <= c.scale <= c.q75 < 2.0
+        assert back.configs[name].latency_scale == pytest.approx(c.scale, rel=1e-8)
+        assert back.configs[name].extra["recheck"]["chains"] == 12
+        back.configs[name].latency_scale = 1.0
+        del back.configs[name].extra["recheck"]
+    assert back.dumps().encode() == fitted
+    # the CLI: to another file, the original left as it was
+    out = tmp_path / "scaled.json"
+    argv = ["calibrate", "--host", "--recheck", "-o", str(d), "--recheck-chains", "8",
+            "--predictor-out", str(out), "--no-progress"]  # fmt: skip
+    before = (d / "host.predictor.json").read_bytes()
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.count("of the calibration's chains now take") == 2 and f"wrote {out}" in text
+    assert (d / "host.predictor.json").read_bytes() == before
+    assert load_predictor(out).configs["xnnpack_1t"].extra["recheck"]["chains"] == 8
+
+
+def test_recheck_errors_are_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv, message in [
+        (["-o", str(empty)], "host.predictor.json: cannot read: no such file"),
+        (["-o", str(empty), "--recheck-chains", "3"], "--recheck-chains 3: need at least 8"),
+        (["--fit-only", str(empty / "m.npz")], "give --recheck or --fit-only, not both"),
+    ]:
+        assert main(["calibrate", "--host", "--recheck", "--no-progress", *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert list(empty.iterdir()) == []
+
+
+def test_a_scale_far_from_one_is_another_machine_and_nothing_is_written(
+    small_measurements, tmp_path
+):
+    from edgepart.profiling.recheck import Recheck, apply_recheck
+
+    pred, _ = fit_host_predictor(small_measurements[0], family="linear", seed=0)
+    with pytest.raises(PredictorError, match=r"xnnpack_1t: .* run at 5\.00 times .* calibrate"):
+        apply_recheck(pred, {"xnnpack_1t": Recheck("xnnpack_1t", 5.0, 64, 4.8, 5.2)})

@@ -91,6 +91,27 @@ def test_cost_model_uses_the_predictor_and_agrees_with_estimate(corpus, tmp_path
     assert CostModel(hw, predictor=False).costs(m.main, m).source_counts("cpu")["roofline"] == n
 
 
+def test_the_cost_model_follows_a_rechecked_latency_scale(corpus, tmp_path):
+    """``calibrate --host --recheck`` scales a configuration: the partitioner's costs (ops,
+    invocation, delegate node) scale with it, as ``estimate`` does."""
+    from edgepart.cost.hardware import load_hardware
+
+    m = read_model(corpus["mobilenet_v2"])
+    n = m.main.num_ops
+    plain = CostModel(load_hardware(str(host_files(tmp_path, toy_predictor()))))
+    before = plain.costs(m.main, m).partition_latency(range(n), "cpu").seconds
+    pred = toy_predictor()
+    pred.configs["xnnpack_1t"].latency_scale = 0.75
+    d = tmp_path / "scaled"
+    d.mkdir()
+    hw = load_hardware(str(host_files(d, pred)))
+    after = CostModel(hw).costs(m.main, m).partition_latency(range(n), "cpu").seconds
+    assert after == pytest.approx(0.75 * before, rel=1e-9)
+    est = estimate_model(m, pred, configs=["xnnpack_1t"])[0]
+    assert after == pytest.approx(est.seconds, rel=1e-9)
+    assert any("re-checked" in note for note in est.notes)
+
+
 def test_estimate_cli(corpus, tmp_path, monkeypatch, capsys):
     y = host_files(tmp_path, toy_predictor())
     monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(y))

@@ -1,0 +1,188 @@
+"""How fast this machine runs now against its calibration: a few of its chains timed again.
+
+A host predictor (:func:`edgepart.profiling.host_calibration.calibrate_host`) prices the
+machine as it ran while it was calibrated. A shared machine does not keep that speed: on the
+2-core cloud guest these figures come from, whole models ran 2 to 19% faster one morning than
+the calibration an hour before had seen them, and 16 to 28% faster the next (every model, every
+configuration, by about the same factor: the neighbours' load on the caches, memory bandwidth
+and clocks, not anything in the models). Within minutes the speed holds (the calibration's own
+canary moved by 3% between its 10th and 90th percentile over 20 minutes), so the error such a
+drift leaves is one factor per configuration, and twenty seconds of timing measure it.
+
+:func:`recheck` rebuilds ``chains`` of the calibration's own chains from their specs (a fixed,
+seeded choice among those measured on every configuration), times them again with the
+calibration's sampler (interleaved, a fresh random order per round: :mod:`.whole`) and
+compares each with its calibration time brought to the calibration's typical machine state
+(:mod:`.machine_state`: the batch's canary speed to the power the fit found), the level the
+predictor was fitted at. The median of ``now / then`` over the chains is the configuration's
+*latency scale*; :func:`apply_recheck` stores it in the predictor
+(:attr:`edgepart.cost.predictor.ConfigPredictor.latency_scale`), which multiplies every
+prediction of the configuration by it and says so in each estimate's notes. Nothing fitted
+changes: a later recheck replaces the scale, a refit drops it.
+
+The chains are generated kernel configurations, the ones the predictor was fitted on: no model
+a prediction is made for is timed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgepart.cost.predictor import LATENCY_SCALE_RANGE, Predictor
+from edgepart.errors import PredictorError
+from edgepart.profiling.calibrate import Measurements, chains_for, config_name
+from edgepart.profiling.kernel_gen import build_chain
+from edgepart.profiling.machine_state import batch_speeds
+from edgepart.profiling.whole import measure_models
+from edgepart.tflite.writer import write_model
+
+__all__ = ["RECHECK_CHAINS", "Recheck", "apply_recheck", "probe_chains", "recheck"]
+
+RECHECK_CHAINS = 64
+"""Chains timed again by default: the median of 64 ratios whose spread is about 5% (their
+quartiles, measured) is within about 1% of the ratio."""
+
+RECHECK_ROUNDS = 9
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """One configuration re-checked: the median of ``now / then`` over ``chains`` chains
+    (``scale``) and its quartiles."""
+
+    config: str
+    scale: float
+    chains: int
+    q25: float
+    q75: float
+
+    def to_json(self) -> dict[str, float | int | str]:
+        return {
+            "config": self.config,
+            "scale": self.scale,
+            "chains": self.chains,
+            "q25": self.q25,
+            "q75": self.q75,
+        }
+
+
+def _alphas(pred: Predictor) -> dict[str, float]:
+    """Per configuration, the exponent the fit brought chain times to the typical machine
+    state with (0: none recorded, times as measured)."""
+    out: dict[str, float] = {}
+    for rep in pred.calibration.get("reports", []) or []:
+        state = rep.get("machine_state") if isinstance(rep, dict) else None
+        if isinstance(state, dict) and "alpha" in state:
+            out[str(rep.get("config"))] = float(state["alpha"])
+    return out
+
+
+def probe_chains(
+    meas: Measurements,
+    configs: Sequence[str],
+    chains: int = RECHECK_CHAINS,
+    *,
+    statistic: str = "p10",
+    alphas: dict[str, float] | None = None,
+    seed: int = 0,
+) -> list[tuple[bytes, dict[str, float]]]:
+    """``chains`` of the calibration's chains measured on every one of ``configs``, as models,
+    each with its calibration time per configuration (seconds, on ``statistic``), brought to
+    the typical machine state where ``alphas`` gives the configuration's exponent. The choice
+    is fixed by ``seed``."""
+    then: dict[int, dict[str, float]] = {}
+    recs = {}
+    threads = {config_name(ex, th): th for ex, th in meas.configs}
+    for c in configs:
+        speeds = batch_speeds(meas, threads[c])
+        alpha = (alphas or {}).get(c, 0.0)
+        for rec, total in chains_for(meas, c, statistic):
+            f = speeds.get(int(rec.batch), 1.0) ** (-alpha) if alpha else 1.0
+            then.setdefault(id(rec), {})[c] = total * f
+            recs[id(rec)] = rec
+    both = sorted((k for k, v in then.items() if len(v) == len(configs)),
+                  key=lambda k: json.dumps(recs[k].spec.to_json(), sort_keys=True))  # fmt: skip
+    rng = np.random.default_rng([seed, 17])
+    pick = rng.choice(len(both), size=min(chains, len(both)), replace=False)
+    return [(write_model(build_chain(recs[both[i]].spec)), then[both[i]]) for i in sorted(pick)]
+
+
+def recheck(
+    meas: Measurements,
+    pred: Predictor,
+    *,
+    chains: int = RECHECK_CHAINS,
+    rounds: int = RECHECK_ROUNDS,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Recheck]:
+    """Time ``chains`` of the calibration's chains again on every configuration of ``pred``
+    that ``meas`` measured; per configuration, the latency scale (module docstring).
+
+    Raises
+    ------
+    PredictorError
+        When the measurements share no configuration with the predictor, or too few chains
+        (under 8) were measured on all of them to judge the machine's speed by.
+    """
+    measured = {config_name(ex, th) for ex, th in meas.configs}
+    configs = sorted(c for c in pred.configs if c in measured)
+    if not configs:
+        raise PredictorError(
+            f"the measurements ({', '.join(sorted(measured))}) share no configuration with the "
+            f"predictor ({', '.join(sorted(pred.configs))}); re-check with the measurements "
+            "the predictor was fitted on"
+        )
+    statistic = str(pred.calibration.get("statistic", "p10"))
+    probes = probe_chains(meas, configs, chains, statistic=statistic, alphas=_alphas(pred),
+                          seed=seed)  # fmt: skip
+    if len(probes) < 8:
+        raise PredictorError(
+            f"only {len(probes)} chains were measured on all of {', '.join(configs)}; "
+            "calibrate again (calibrate --host)"
+        )
+    plan = [(c, c.rsplit("_", 1)[0], pred.configs[c].threads) for c in configs]
+    models = {f"probe:{i}": (content, None) for i, (content, _) in enumerate(probes)}
+    timings = measure_models(models, plan, rounds=rounds, seed=seed, progress=progress)
+    ratios: dict[str, list[float]] = {c: [] for c in configs}
+    for t in timings:
+        now = t.value(statistic, "auto")
+        then = probes[int(t.name.split(":")[1])][1].get(t.config)
+        if now is not None and then:
+            ratios[t.config].append(now / then)
+    out: dict[str, Recheck] = {}
+    for c, r in ratios.items():
+        if len(r) < 8:
+            raise PredictorError(f"{c}: only {len(r)} chains ran again; calibrate again")
+        q25, med, q75 = np.percentile(r, [25, 50, 75])
+        out[c] = Recheck(c, float(med), len(r), float(q25), float(q75))
+    return out
+
+
+def apply_recheck(pred: Predictor, checks: dict[str, Recheck]) -> Predictor:
+    """``pred`` with each re-checked configuration's latency scale set (in place; returned).
+
+    Raises
+    ------
+    PredictorError
+        A scale outside :data:`edgepart.cost.predictor.LATENCY_SCALE_RANGE`: the machine is not
+        the one calibrated, or nothing like it now.
+    """
+    lo, hi = LATENCY_SCALE_RANGE
+    for c, chk in sorted(checks.items()):
+        if not lo <= chk.scale <= hi:
+            raise PredictorError(
+                f"{c}: the calibration's chains run at {chk.scale:.2f} times their calibration "
+                f"time (allowed {lo} to {hi}): is this the machine that was calibrated? "
+                "Calibrate it again (calibrate --host)"
+            )
+    for c, chk in sorted(checks.items()):
+        cp = pred.configs[c]
+        cp.latency_scale = chk.scale
+        cp.extra = {**cp.extra, "recheck": {k: v for k, v in chk.to_json().items()
+                                            if k != "config"}}  # fmt: skip
+    return pred
