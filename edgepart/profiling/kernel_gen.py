@@ -44,12 +44,14 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 19  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
+SAMPLER_VERSION = 20  # 13 and 14: drawn in trials, not adopted (docs/latency_predictors.md)
 # Versions whose specs this module builds: 18 added stack chains (ChainSpec.stack) and left every
 # other spec's chain as 17 built it, so measurements of 17 can still be rebuilt and refitted.
 # 19 drew AudioSpectrogram and Mfcc as classes of their own (they had been a fifth of the "fft"
-# class each): a spec of 17 or 18 still builds its chain as then.
-BUILDS = frozenset({17, 18, 19})
+# class each): a spec of 17 or 18 still builds its chain as then. 20 drew a third of the 1-D
+# filter banks as the frames of a short-time Fourier transform (long kernels, hops of a
+# hundred samples and more); the other specs build as 19 built them.
+BUILDS = frozenset({17, 18, 19, 20})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -956,6 +958,15 @@ class _Chain(_Blocks):
         if r < 0.1:
             x = self.audio()
             kh, kw = int(self.pick({1: 0.3, 3: 0.4, 5: 0.2, 9: 0.1})), 1
+        elif r < 0.16 and self.spec.version >= 20 and not self.spec.small and self.u() < 0.35:
+            # the frames of a short-time Fourier transform as a convolution of a waveform: a
+            # kernel per frequency bin (and part), n_fft samples long, one hop apart: a few to
+            # a few hundred output positions over a long reduction (openWakeWord's mel
+            # spectrogram: 1 x 512 kernels, 160 apart); wider and sparser than the banks below
+            kh, kw = 1, int(self.pick({256: 0.5, 400: 0.7, 512: 1.0, 1024: 0.7, 2048: 0.3}))
+            sh, sw = 1, int(self.pick({160: 0.4, kw // 4: 0.3, kw // 2: 0.3}))
+            frames = self.logu(1, 256)
+            x = self.new_input((1, 1, kw + sw * (frames - 1), 1))
         elif r < 0.16:
             # 1-D filter banks of audio front ends: long kernels along a long axis
             x = self.signal()
@@ -1493,8 +1504,9 @@ class _Chain(_Blocks):
 
     def k_fft(self) -> None:
         """The front end of audio models: a real FFT (``RFFT2D``) of framed signals, then the
-        magnitude (or a part) of its complex result. Before sampler version 19, two in five
-        were one of the custom ops (:meth:`k_spectrogram`, :meth:`k_mfcc`)."""
+        magnitude (or a part) of its complex result; from sampler version 20 one to three of
+        them. Before version 19, two in five were one of the custom ops
+        (:meth:`k_spectrogram`, :meth:`k_mfcc`)."""
         if self.spec.version < 19:
             kind = self.pick({"rfft": 0.6, "spectrogram": 0.2, "mfcc": 0.2})
             if kind != "rfft":
@@ -1509,8 +1521,17 @@ class _Chain(_Blocks):
         x = self.new_input(shape, F32)
         y = self.tensor((*shape[:-2], fh, n // 2 + 1), dtype=DType.COMPLEX64)
         self.op("RFFT2D", [x.idx, self.const(np.array([fh, n], np.int32))], [y])
-        z = self.tensor(y.shape, dtype=F32)
-        self.op(str(self.pick({"COMPLEX_ABS": 0.7, "REAL": 0.15, "IMAG": 0.15})), [y.idx], [z])
+        parts = {"COMPLEX_ABS": 0.7, "REAL": 0.15, "IMAG": 0.15}
+        chosen = [str(self.pick(parts))]
+        if self.spec.version >= 20:
+            # one to three of them on the same spectrum (the others are outputs): the same
+            # transform with and without its magnitudes tells what the magnitudes cost, which a
+            # transform always followed by one of them cannot
+            for _ in range(int(self.pick({0: 0.5, 1: 0.3, 2: 0.2}))):
+                chosen.append(str(self.pick({p: w for p, w in parts.items() if p not in chosen})))
+        for op in chosen:
+            z = self.tensor(y.shape, dtype=F32)
+            self.op(op, [y.idx], [z])
         self.set(z)
 
     def k_spectrogram(self) -> None:

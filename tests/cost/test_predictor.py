@@ -120,6 +120,22 @@ def test_audio_custom_ops_use_their_own_models_else_the_fft_model_of_older_files
     assert e.by_type["tfl.mfcc"] == pytest.approx(7e-6 + 4e-5)
 
 
+def test_magnitudes_use_their_own_model_else_the_math_model_of_older_files():
+    """COMPLEX_ABS was a "math" kernel until it got a class of its own ("magnitude")."""
+    p = simple_predictor()
+    cfg = p.configs["xnnpack_1t"]
+    coef = np.zeros(len(BASIS))
+    coef[0], coef[4] = 1e-7, 2e-4
+    cfg.kernels["tfl.math"] = KernelModel("tfl.math", coef)
+    k = kernels(["tfl.magnitude"], [feat(0, 1e5)])
+    e = cfg.model_seconds(k)
+    assert e.fallbacks == {"tfl.magnitude": "tfl.math"}
+    assert e.by_type["tfl.magnitude"] == pytest.approx(1e-7 + 2e-4 * 0.1)
+    cfg.kernels["tfl.magnitude"] = KernelModel("tfl.magnitude", 3 * coef)
+    e = cfg.model_seconds(k)
+    assert e.fallbacks == {} and e.by_type["tfl.magnitude"] == pytest.approx(3e-7 + 6e-5)
+
+
 def test_file_round_trip_is_byte_identical(tmp_path):
     p = simple_predictor()
     a = tmp_path / "a.json"

@@ -659,6 +659,79 @@ def test_specs_of_sampler_version_17_build_the_chains_they_built():
         build_chain(ChainSpec(seed=1, version=16))
 
 
+def test_specs_of_sampler_version_19_build_the_chains_they_built():
+    """Version 20 drew short-time Fourier frames among the filter banks and several parts of
+    one spectrum: specs of 19 rebuild byte for byte (hashes taken with the version 19
+    sampler), and the same seeds build other chains in 20."""
+    import dataclasses
+    import hashlib
+
+    specs = [
+        ChainSpec(seed=20, family="f32", length=2, homogeneous="conv"),
+        ChainSpec(seed=48, family="f32", length=2, homogeneous="conv"),
+        ChainSpec(seed=4, family="f32", length=3, homogeneous="fft"),
+        ChainSpec(seed=11, family="f32", length=10),
+        ChainSpec(seed=12, family="q8", length=6),
+    ]
+
+    def digest(spec: ChainSpec, version: int) -> str:
+        m = build_chain(dataclasses.replace(spec, version=version))
+        return hashlib.sha256(write_model(m)).hexdigest()[:16]
+
+    assert [digest(s, 19) for s in specs] == [
+        "f10f701c6ba5a680", "30d343d95e813651", "81816c9b486c98ba", "4d146e4c8cf7343b",
+        "1ca4ae7f80d8cf32",
+    ]  # fmt: skip
+    assert digest(specs[0], 20) != digest(specs[0], 19)
+
+
+def test_short_time_fourier_frames_are_drawn_as_convolutions_and_run_in_litert():
+    """Audio front ends that frame a waveform with a convolution (openWakeWord's mel
+    spectrogram: 1 x 512 kernels, 160 apart) are past the filter banks' widths (8 to 256) and
+    strides (1 to 8): sampler version 20 draws them too."""
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    found = []
+    for seed in range(60):
+        m = build_chain(ChainSpec(seed=seed, family="f32", length=2, homogeneous="conv"))
+        k = decompose(m, "xnnpack")
+        for i, t in enumerate(k.types):
+            f = k.features[i]
+            if t == "xnn.conv" and f[F["kw"]] >= 256 and f[F["sw"]] >= 64:
+                found.append((m, f))
+    assert len(found) >= 2
+    kws = {int(f[F["kw"]]) for _, f in found}
+    assert kws <= {256, 400, 512, 1024, 2048}
+    for m, f in found[:2]:
+        assert f[F["kh"]] == 1 and f[F["cin"]] == 1 and f[F["red"]] == f[F["kw"]]
+        for ex in ("xnnpack", "builtin"):
+            it = make_interpreter(write_model(m), ex, 1)
+            fill_inputs(it, 0)
+            it.invoke()
+            out = it.get_tensor(it.get_output_details()[0]["index"])
+            assert np.isfinite(out).all()
+
+
+def test_fft_chains_take_one_to_three_parts_of_one_spectrum():
+    """The magnitudes (``COMPLEX_ABS``, a kernel class of its own) cost 30 times what the
+    real part does: chains of version 20 take several parts of one transform, so the fit sees
+    the same transform with and without them."""
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    counts = []
+    for seed in range(12):
+        m = build_chain(ChainSpec(seed=seed, family="f32", length=2, homogeneous="fft"))
+        names = [m.main.op_name(i) for i in range(m.main.num_ops)]
+        parts = [n for n in names if n in ("COMPLEX_ABS", "REAL", "IMAG")]
+        counts.append(len(parts) - names.count("RFFT2D"))
+        types = decompose(m, "builtin").types
+        assert types.count("tfl.magnitude") == names.count("COMPLEX_ABS")
+        it = make_interpreter(write_model(m), "builtin", 1)
+        fill_inputs(it, 0)
+        it.invoke()
+    assert min(counts) == 0 and max(counts) >= 2
+
+
 def test_int8_fully_connected_chains_with_per_tensor_weights_prepare_on_builtin_kernels():
     """Per-tensor int8 weights get a bias of one scale: a per-channel bias beside them has no
     tensor-wide scale, and LiteRT's builtin kernel refused such a layer whenever input scale
@@ -1000,6 +1073,27 @@ def test_two_threads_are_fitted_against_one_thread_and_refit_identically(tmp_pat
         one += int(single.sum())
         two_split += int((s1[~single] != s2[~single]).sum())
     assert one > 0 and two_split > 0
+
+
+def test_the_canary_filter_drops_preempted_rounds_not_a_machine_a_lucky_round_outran():
+    """Wall-clock rounds are dropped when the canary ran over 1.25 times its undisturbed
+    time: its recent 10th percentile, not its fastest round ever (one fast outlier rejected
+    every later round of a calibration), and not rounds long past (the machine's speed
+    drifts)."""
+    from edgepart.profiling.calibrate import CANARY_WINDOW, canary_reference
+
+    rng = np.random.default_rng(0)
+    typical = list(400e-6 * (1 + 0.03 * rng.random(CANARY_WINDOW - 1)))
+    lucky = [309e-6, *typical]
+    ref = canary_reference(lucky)
+    assert 400e-6 <= ref <= 404e-6
+    kept = [v for v in typical if v <= 1.25 * ref]
+    assert len(kept) == len(typical)  # min() kept none of them: 1.25 x 309 us < 400 us
+    assert 1.25 * ref < 2 * 400e-6  # a round that lost half its time to another process
+    # a machine that got 20% slower a minute ago is judged by its new speed
+    drifted = typical + list(480e-6 * (1 + 0.03 * rng.random(CANARY_WINDOW)))
+    assert canary_reference(drifted) >= 480e-6
+    assert canary_reference([]) == 1.0
 
 
 def test_chains_the_canary_dropped_are_named_as_the_reason_a_fit_is_refused(tmp_path):
