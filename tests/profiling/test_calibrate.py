@@ -1158,6 +1158,11 @@ def test_a_recheck_times_calibration_chains_again_and_scales_the_predictor_alone
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert text.count("of the calibration's chains now take") == 2 and f"wrote {out}" in text
+    checks = load_predictor(out).configs
+    unsteady = any(
+        c.extra["recheck"]["q75"] > 1.10 * c.extra["recheck"]["q25"] for c in checks.values()
+    )
+    assert ("the machine was unsteady while re-checking" in text) == unsteady
     assert (d / "host.predictor.json").read_bytes() == before
     assert load_predictor(out).configs["xnnpack_1t"].extra["recheck"]["chains"] == 8
 
