@@ -182,9 +182,9 @@ def recheck_host(
     """Re-check this machine's speed against its calibration and scale its predictor.
 
     A shared machine does not keep the speed it had while it was calibrated (on the 2-core
-    cloud guest of ``docs/latency_predictors.md`` whole models ran 16 to 28% faster one hour
-    than the calibration the day before had seen). ``chains`` of the calibration's own chains
-    are timed again (about half a minute); the median of their new time over their
+    cloud guest of ``docs/latency_predictors.md`` a predictor came out 12 to 16% high on every
+    model two hours after its calibration). ``chains`` of the calibration's own chains are
+    timed again (about ten seconds); the median of their new time over their
     calibration time, per configuration, becomes that configuration's ``latency_scale``,
     which multiplies all its predictions (each estimate notes it). Nothing fitted changes; a
     later re-check replaces the scale. No model is timed: the chains are generated kernel

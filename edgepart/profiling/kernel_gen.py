@@ -50,7 +50,8 @@ SAMPLER_VERSION = 20  # 13 and 14: drawn in trials, not adopted (docs/latency_pr
 # 19 drew AudioSpectrogram and Mfcc as classes of their own (they had been a fifth of the "fft"
 # class each): a spec of 17 or 18 still builds its chain as then. 20 drew a third of the 1-D
 # filter banks as the frames of a short-time Fourier transform (long kernels, hops of a
-# hundred samples and more); the other specs build as 19 built them.
+# hundred samples and more) and one to three parts of an FFT's spectrum; specs of 19 build as
+# 19 built them.
 BUILDS = frozenset({17, 18, 19, 20})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
