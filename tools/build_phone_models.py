@@ -16,6 +16,14 @@ rebuilds the same architectures in TensorFlow with seeded random weights and con
 - ``inception_resnet_v2``: ``tf.keras.applications.InceptionResNetV2`` (299x299);
 - ``inception_v4``: Inception-v4 (Szegedy et al. 2016, 299x299), written here.
 
+and, for the EfficientNet-Lite figures measured on a Pixel 4 (``tensorflow/tpu``,
+``models/official/efficientnet/lite/README.md``: CPU 4 threads float and 8-bit, GPU):
+
+- ``efficientnet_lite0`` .. ``efficientnet_lite4`` (224, 240, 260, 280, 300 px) and their
+  ``_quant`` twins: EfficientNet-B0's stages scaled by width and depth as EfficientNet-Lite
+  scales them (no squeeze-and-excitation, ReLU6, the stem's 32 and the head's 1,280 channels
+  and the first and last stages' repeats kept), written here.
+
 Each model is built in a child process (TensorFlow's process-global name counters would make
 a second build in one process differ) and cached in ``$EDGEPART_PHONE_MODELS_DIR`` or
 ``~/.cache/edgepart/phone_models`` with ``manifest.json`` (sha256, size, op count). The
@@ -48,6 +56,7 @@ MODELS = (
     "squeezenet",
     "inception_resnet_v2",
     "inception_v4",
+    *(f"efficientnet_lite{i}{q}" for i in range(5) for q in ("", "_quant")),
 )
 RECIPE_VERSION = 2
 SEED = 20260101
@@ -159,6 +168,59 @@ def _inception_v4(tf: Any) -> Any:
     return tf.keras.Model(inp, x)
 
 
+# EfficientNet-B0's stages (repeats, kernel, stride, output channels, expansion) and
+# EfficientNet-Lite's scalings (width, depth, input size): Tan and Le 2019, and the Lite README
+_B0_STAGES = (
+    (1, 3, 1, 16, 1),
+    (2, 3, 2, 24, 6),
+    (2, 5, 2, 40, 6),
+    (3, 3, 2, 80, 6),
+    (3, 5, 1, 112, 6),
+    (4, 5, 2, 192, 6),
+    (1, 3, 1, 320, 6),
+)
+_LITE = {0: (1.0, 1.0, 224), 1: (1.0, 1.1, 240), 2: (1.1, 1.2, 260), 3: (1.2, 1.4, 280),
+         4: (1.4, 1.8, 300)}  # fmt: skip
+
+
+def _efficientnet_lite(tf: Any, width: float, depth: float, size: int) -> Any:
+    import math
+
+    L = tf.keras.layers
+
+    def channels(c: int) -> int:  # scaled, to a multiple of 8, never below 90% of the scaled
+        w = c * width
+        n = max(8, int(w + 4) // 8 * 8)
+        return n + 8 if n < 0.9 * w else n
+
+    def cbr(x: Any, f: int, k: int = 1, s: int = 1, relu: bool = True, dw: bool = False) -> Any:
+        if dw:
+            x = L.DepthwiseConv2D(k, s, padding="same", use_bias=False)(x)
+        else:
+            x = L.Conv2D(f, k, s, padding="same", use_bias=False)(x)
+        x = L.BatchNormalization()(x)
+        return L.ReLU(6.0)(x) if relu else x
+
+    inp = L.Input((size, size, 3), batch_size=1)
+    x = cbr(inp, 32, 3, 2)
+    cin = 32
+    for i, (repeats, k, stride, cout, expand) in enumerate(_B0_STAGES):
+        cout = channels(cout)
+        if 0 < i < len(_B0_STAGES) - 1:
+            repeats = math.ceil(depth * repeats)
+        for j in range(repeats):
+            s = stride if j == 0 else 1
+            h = cbr(x, cin * expand) if expand != 1 else x
+            h = cbr(h, 0, k, s, dw=True)
+            h = cbr(h, cout, relu=False)
+            x = L.Add()([x, h]) if s == 1 and cin == cout else h
+            cin = cout
+    x = cbr(x, 1280)
+    x = L.GlobalAveragePooling2D()(x)
+    x = L.Dense(1000, activation="softmax")(x)
+    return tf.keras.Model(inp, x)
+
+
 def build(name: str) -> bytes:
     """Build and convert one model (call in a fresh process)."""
     import numpy as np
@@ -187,6 +249,9 @@ def build(name: str) -> bytes:
     elif name == "inception_v4":
         model = _inception_v4(tf)
         size = 299
+    elif name.startswith("efficientnet_lite"):
+        width, depth, size = _LITE[int(name.removesuffix("_quant")[-1])]
+        model = _efficientnet_lite(tf, width, depth, size)
     else:
         raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
     conv = tf.lite.TFLiteConverter.from_keras_model(model)

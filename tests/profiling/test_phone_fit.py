@@ -83,6 +83,21 @@ def test_published_points_are_complete_and_sourced():
     assert got[("pixel3", "inception_v4", "gpu")] == 93
 
 
+def test_efficientnet_lite_points_are_sourced_and_as_published():
+    doc = json.loads((DATA / "efficientnet_lite_pixel4.json").read_text())
+    assert doc["source"]["url"].endswith("models/official/efficientnet/lite/README.md")
+    pts = doc["points"]
+    assert len(pts) == 15 and {p["device"] for p in pts} == {"pixel4"}
+    got = {(p["model"], p["config"]): p["ms"] for p in pts}
+    for p in pts:
+        assert p["model"] in doc["models"] and p["config"] in ("cpu_4t", "gpu")
+    # the README's rows: FP32 CPU, FP16 GPU (the delegate's default precision), INT8 CPU
+    assert [got[(f"efficientnet_lite{i}", "cpu_4t")] for i in range(5)] == [12, 18, 26, 41, 76]
+    assert [got[(f"efficientnet_lite{i}", "gpu")] for i in range(5)] == [6.0, 8.0, 10, 14, 21]
+    assert [got[(f"efficientnet_lite{i}_quant", "cpu_4t")] for i in range(5)] == [
+        6.5, 9.1, 12, 18, 30]  # fmt: skip
+
+
 def test_shipped_pixel_profiles_are_calibrated_and_say_so(get_corpus_model, capsys):
     from edgepart.cli import main
     from edgepart.devices.profile import load_profile
@@ -91,16 +106,21 @@ def test_shipped_pixel_profiles_are_calibrated_and_say_so(get_corpus_model, caps
         prof = load_profile(name)
         assert prof.latency_predictor.endswith(f"{name}.predictor.json")
         doc = json.loads(Path(prof.latency_predictor).read_text())
-        assert doc["obtained"] == "calibrated" and doc["calibration"]["points"] == 16
+        points = {"pixel3": 16, "pixel4": 31}[name]
+        assert doc["obtained"] == "calibrated" and doc["calibration"]["points"] == points
         for cfg in ("xnnpack_4t", "gpu", "nnapi"):
             c = doc["configs"][cfg]
             loo = c["extra"]["leave_one_out"]
             assert len(loo) == c["cv"]["points"] >= 4
             assert c["cv"]["median_abs"] == pytest.approx(float(np.median(np.abs(list(
                 loo.values())))), abs=1e-4)  # fmt: skip
+            page = c["extra"]["leave_one_out_benchmark_page"]
+            assert page["points"] == {"xnnpack_4t": 6, "gpu": 4, "nnapi": 6}[cfg]
+            if name == "pixel3":  # only the benchmark page's points: the same figure
+                assert page["median_abs"] == pytest.approx(c["cv"]["median_abs"], abs=1e-4)
     assert main(["estimate", str(get_corpus_model("mobilenet_v2")), "--profile", "pixel4"]) == 0
     out = capsys.readouterr().out
-    assert "calibrated from 16 published data points" in out
+    assert "calibrated from 31 published data points" in out
     assert "GPU" in out and "NNAPI" in out and "CPU 4 threads" in out
 
 
