@@ -250,7 +250,11 @@ def predictor_mode(args: argparse.Namespace) -> int:
         apply_recheck(pred, checks)
         print(
             "re-checked before the runs (the calibration's chains now / then, the predictions' "
-            "scale): " + ", ".join(f"{c} {k.scale:.3f}" for c, k in sorted(checks.items()))
+            "scale, its quartiles): "
+            + ", ".join(
+                f"{c} {k.scale:.3f} ({k.q25:.3f}..{k.q75:.3f}{', unsteady' if k.unsteady else ''})"
+                for c, k in sorted(checks.items())
+            )
         )
     scale = {n: c.latency_scale for n, c in pred.configs.items()}
     configs = [(n, c.executor, c.threads) for n, c in sorted(pred.configs.items())]

@@ -139,3 +139,30 @@ def test_fit_phone_profiles_reproduces_the_shipped_predictors():
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "unchanged" in r.stdout
+
+
+@pytest.mark.slow
+def test_efficientnet_lite_rebuilds_have_the_readmes_parameter_counts():
+    """The rebuilt architectures are the published ones: their trainable weights round to the
+    EfficientNet-Lite README's "params" column (4.7, 5.4, 6.1, 8.2, 13.0 M)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import build_phone_models as b; "
+        "import tensorflow as tf\n"
+        "for i in range(5):\n"
+        "    m = b._efficientnet_lite(tf, *b._LITE[i])\n"
+        "    print(sum(int(tf.size(v)) for v in m.trainable_weights))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(root / "tools")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = [int(line) for line in r.stdout.split()]
+    assert [round(c / 1e6, 1) for c in counts] == [4.7, 5.4, 6.1, 8.2, 13.0]
