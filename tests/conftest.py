@@ -41,11 +41,9 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(str(config.rootpath))
-
     def rank(item: pytest.Item) -> int:
-        rel = Path(str(item.path)).resolve().relative_to(root).as_posix()
-        return LONGEST_FIRST.index(rel) if rel in LONGEST_FIRST else len(LONGEST_FIRST)
+        path = item.nodeid.split("::", 1)[0]  # relative to the rootdir
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: every file keeps its tests' order
 

@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="fail if a predictor file would change")
     args = ap.parse_args(argv)
-    data = {"points": [{**p, "source": f} for f in SOURCES
-                       for p in json.loads((DATA / f).read_text())["points"]]}  # fmt: skip
+    docs = {f: json.loads((DATA / f).read_text()) for f in SOURCES}
+    data = {"points": [{**p, "source": f} for f, d in docs.items() for p in d["points"]]}
     paths = build_phone_models.ensure_all()
     models = {n: read_model(p) for n, p in paths.items()}
     changed = []
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             source=(
                 f"calibrated from {len(mine)} published TFLite latencies of "
                 f"{len({p['model'] for p in mine})} architectures rebuilt with random weights "
-                f"({'; '.join(sorted({_cite(p['source']) for p in mine}))}); per-delegate "
+                f"({'; '.join(sorted({_cite(docs[p['source']]) for p in mine}))}); per-delegate "
                 "roofline-term fit (tools/fit_phone_profiles.py)"
             ),
             configs=configs,
@@ -191,11 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _cite(source: str) -> str:
-    return {
-        "tflite_published_pixel.json": "tensorflow.org/lite/performance/measurement, Android 10",
-        "efficientnet_lite_pixel4.json": "EfficientNet-Lite README, tensorflow/tpu",
-    }[source]
+def _cite(doc: dict) -> str:  # type: ignore[type-arg]
+    """A published source as the predictor names it: its address."""
+    return str(doc["source"]["url"]).removeprefix("https://")
 
 
 def _context(ctx: dict, model: str) -> dict:  # type: ignore[type-arg]
