@@ -28,15 +28,15 @@ if str(TOOLS_DIR) not in sys.path:
 import build_corpus  # noqa: E402  (needs TOOLS_DIR on sys.path)
 import real_models as real_models_tool  # noqa: E402  (the fixture below is named real_models)
 
-# The longest test files (seconds on one worker, fresh clone, 2-core Zen 3 guest, 2026-12-06:
-# the Pixel profiles' reproduction builds 16 models with TensorFlow, 475 s; the sweep 148 s; the
-# random memory plans 142 s; the fuzzer 115 s). Each worker takes whole files in collection
-# order (--dist loadfile), so these go first: a long file started last runs on alone at the end.
+# The longest test files (seconds on one worker, 2-core Zen 3 guest, 2026-12-06: the sweep of
+# real models 150-260 s; the random memory plans 140-230 s; the fuzzer 115-170 s; the forced
+# splits of the 400 MB model 85 s). Each worker takes whole files in collection order
+# (--dist loadfile), so these go first: a long file started last runs on alone at the end.
 LONGEST_FIRST = (
-    "tests/profiling/test_phone_fit.py",
     "tests/realworld/test_sweep.py",
     "tests/memory/test_memory_plan.py",
     "tests/tflite/test_fuzz.py",
+    "tests/ir/test_split_corpus.py",
 )
 
 
