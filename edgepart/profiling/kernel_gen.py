@@ -1202,7 +1202,7 @@ class _Chain(_Blocks):
         else:
             a = self.new_input((b, m, k), dtype=F32)
         adj_y = self.u() < 0.3
-        rshape = (b, n, k) if adj_y else (b, k, n)
+        rshape: tuple[int, ...] = (b, n, k) if adj_y else (b, k, n)
         if self.u() < 0.3:
             if self.spec.version >= 21 and self.u() < 0.5:
                 rshape = rshape[1:]  # one matrix for every batch (a fixed projection)
