@@ -39,10 +39,13 @@ times ``--probe-chains`` of the calibration's own chains again among the models:
 ratio now/then per configuration is the machine's drift since calibration, printed, and the
 shares are printed a second time with the predictions scaled by it (a diagnostic that tells
 the predictor's error from the machine's; the figures without it are the result).
-``--recheck`` (with ``--probe``) does what ``edgepart calibrate --host --recheck`` does before
-the runs: some of the calibration's chains timed again give each configuration's latency scale,
-and the predictor judged is the scaled one (the predictor as given is judged on the same
-measurements as the baseline, unless ``--baseline`` names another).
+``--timings EARLIER.json`` measures nothing: it judges the predictor (and ``--baseline``) on
+the timings an earlier run's ``--json`` holds, so that calibrations made at different times
+compare on the same timings. ``--recheck`` (with ``--probe``) does what
+``edgepart calibrate --host --recheck`` does before the runs: some of the calibration's chains
+timed again give each configuration's latency scale, and the predictor judged is the scaled
+one (the predictor as given is judged on the same measurements as the baseline, unless
+``--baseline`` names another).
 The model set is the corpus (``tools/build_corpus.py``, the default set plus
 ``mobilenet_v2_224`` and ``resnet50``) and every real-model corpus model LiteRT runs
 (``tools/real_models.py``), with the input shapes its manifest gives.
@@ -54,6 +57,7 @@ Usage::
     python benchmarks/fidelity.py --mode predictor --predictor host.predictor.json [--runs 3]
                                   [--baseline other.predictor.json] [--probe MEASUREMENTS]
                                   [--recheck] [--models a,b] [--rounds 27] [--json OUT]
+    python benchmarks/fidelity.py --mode predictor --predictor P --timings EARLIER.json
 """
 
 from __future__ import annotations
@@ -281,7 +285,11 @@ def predictor_mode(args: argparse.Namespace) -> int:
     rows: list[dict[str, object]] = []
     drift: dict[str, list[float]] = {}
     t0 = time.perf_counter()
-    for run in range(args.runs):
+    if args.timings:  # judge on the timings of an earlier run: nothing is measured
+        rows = _rejudged(args.timings, preds)
+        contents = {n: contents[n] for n in sorted({str(r["model"]) for r in rows})}
+        print(f"timings of {args.timings} ({len(rows)} timings; nothing measured now)")
+    for run in range(0 if args.timings else args.runs):
         load0 = os.getloadavg()[0]
         timed = {**contents, **{k: (v[0], None) for k, v in probe.items()}}
         timings = measure_models(timed, configs, rounds=args.rounds, seed=run)
@@ -379,6 +387,19 @@ def predictor_mode(args: argparse.Namespace) -> int:
             + "\n"
         )
     return 0
+
+
+def _rejudged(path: str, preds: dict[tuple[str, str], float]) -> list[dict[str, object]]:
+    """The timings an earlier ``--json`` output holds, with this run's predictions."""
+    rows = []
+    for r in json.loads(Path(path).read_text())["runs"]:
+        p = preds.get((str(r["model"]), str(r["config"])))
+        if p is None:
+            continue
+        meas, wall = float(r["meas_s"]), r.get("wall_s")
+        rows.append({**r, "pred_s": p, "err": p / meas - 1.0,
+                     "wall_err": (p / float(wall) - 1.0) if wall else None})  # fmt: skip
+    return rows
 
 
 def _drift_probe(
@@ -530,6 +551,12 @@ def main() -> int:
     )
     # 27, not 9: with 9 samples a run's p10 of a 2-thread (wall clock) timing moved by more than
     # 10% from one run to the next for 46% of the models; with 27, for 10% (2026-12-04)
+    ap.add_argument(
+        "--timings",
+        metavar="JSON",
+        help="--mode predictor: judge on the timings an earlier --json output holds instead of "
+        "measuring (several predictors compare on the same timings; no --probe)",
+    )
     ap.add_argument("--rounds", type=int, default=27, help="samples per model per run (predictor)")
     ap.add_argument("--executors", default="xnnpack,builtin")
     ap.add_argument("--threads", type=int, default=1)
@@ -550,6 +577,8 @@ def main() -> int:
             ap.error("--mode predictor needs --predictor FILE")
         if args.rounds < 3:  # a timing's statistics need three samples
             ap.error(f"--rounds {args.rounds}: need at least 3 samples per model per run")
+        if args.timings and (args.probe or args.recheck):
+            ap.error("--timings judges stored timings: --probe and --recheck time chains now")
         from edgepart.errors import EdgepartError
 
         try:

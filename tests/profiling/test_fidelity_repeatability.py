@@ -3,6 +3,7 @@ of the other runs, the ceiling a predictor judged on those measurements can reac
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -43,6 +44,7 @@ def test_identical_runs_agree_exactly() -> None:
     [
         (["--rounds", "2"], "--rounds 2: need at least 3 samples"),
         (["--runs", "0"], "--runs 0: need at least 1"),
+        (["--timings", "t.json", "--probe", "m.npz"], "--timings judges stored timings"),
     ],
 )
 def test_too_few_samples_or_runs_are_refused_before_any_timing(
@@ -79,3 +81,22 @@ def test_the_spread_takes_out_the_common_bias_and_nothing_else() -> None:
     assert one["bias"] == pytest.approx(0.2)
     assert one["within_10"] == pytest.approx(3 / 5)
     assert one["mad"] == pytest.approx(0.0)
+
+
+def test_stored_timings_are_judged_with_the_new_predictions(tmp_path: Path) -> None:
+    """--timings: each stored timing keeps its measurement and gets this run's prediction;
+    a timing of a model or configuration the predictor does not predict is left out."""
+    runs = [
+        {"run": 0, "model": "a", "config": "xnnpack_1t", "meas_s": 2e-3, "wall_s": 2.5e-3,
+         "pred_s": 9.0, "err": 9.0},
+        {"run": 1, "model": "a", "config": "xnnpack_1t", "meas_s": 4e-3, "wall_s": None,
+         "pred_s": 9.0, "err": 9.0},
+        {"run": 0, "model": "b", "config": "builtin_1t", "meas_s": 1e-3, "wall_s": 1e-3},
+    ]  # fmt: skip
+    f = tmp_path / "earlier.json"
+    f.write_text(json.dumps({"runs": runs, "medians": []}))
+    rows = fidelity._rejudged(str(f), {("a", "xnnpack_1t"): 3e-3})
+    assert [(r["run"], r["pred_s"]) for r in rows] == [(0, 3e-3), (1, 3e-3)]
+    assert rows[0]["err"] == pytest.approx(0.5) and rows[1]["err"] == pytest.approx(-0.25)
+    assert rows[0]["wall_err"] == pytest.approx(0.2) and rows[1]["wall_err"] is None
+    assert rows[0]["meas_s"] == 2e-3
