@@ -392,13 +392,19 @@ def predictor_mode(args: argparse.Namespace) -> int:
 def _rejudged(path: str, preds: dict[tuple[str, str], float]) -> list[dict[str, object]]:
     """The timings an earlier ``--json`` output holds, with this run's predictions."""
     rows = []
-    for r in json.loads(Path(path).read_text())["runs"]:
-        p = preds.get((str(r["model"]), str(r["config"])))
-        if p is None:
-            continue
-        meas, wall = float(r["meas_s"]), r.get("wall_s")
-        rows.append({**r, "pred_s": p, "err": p / meas - 1.0,
-                     "wall_err": (p / float(wall) - 1.0) if wall else None})  # fmt: skip
+    try:
+        stored = json.loads(Path(path).read_text())["runs"]
+        for r in stored:
+            p = preds.get((str(r["model"]), str(r["config"])))
+            if p is None:
+                continue
+            meas, wall = float(r["meas_s"]), r.get("wall_s")
+            rows.append({**r, "pred_s": p, "err": p / meas - 1.0,
+                         "wall_err": (p / float(wall) - 1.0) if wall else None})  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as err:
+        print(f"fidelity: --timings {path}: not the --json output of a predictor-mode run "
+              f"({type(err).__name__}: {err}); give such a file", file=sys.stderr)  # fmt: skip
+        raise SystemExit(2) from None
     return rows
 
 

@@ -100,3 +100,17 @@ def test_stored_timings_are_judged_with_the_new_predictions(tmp_path: Path) -> N
     assert rows[0]["err"] == pytest.approx(0.5) and rows[1]["err"] == pytest.approx(-0.25)
     assert rows[0]["wall_err"] == pytest.approx(0.2) and rows[1]["wall_err"] is None
     assert rows[0]["meas_s"] == 2e-3
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"medians": []}', '{"runs": [{"x": 1}]}'])
+def test_unusable_stored_timings_are_one_line_and_status_2(
+    content: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "earlier.json"
+    if content is not None:
+        f.write_text(content)
+    with pytest.raises(SystemExit) as exc:
+        fidelity._rejudged(str(f), {})
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"fidelity: --timings {f}: ")
