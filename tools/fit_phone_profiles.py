@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -216,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                     if by_model[model] != stored[device][cname][model]:
                         print(f"{model} ({device} {cname}): terms {by_model[model]} differ from "
                               f"{TERMS_FILE.name}'s {stored[device][cname][model]}")  # fmt: skip
-                        changed.append(TERMS_FILE)
+                        changed += [] if TERMS_FILE in changed else [TERMS_FILE]
         if models and TERMS_FILE not in changed:
             print(f"rebuilt {', '.join(sorted(models))}: terms as in {TERMS_FILE.name}")
     if args.check and changed:
@@ -275,9 +274,9 @@ def _write(out: Path, text: str, check: bool) -> list[Path]:
         print(f"unchanged {out.relative_to(ROOT)}")
         return []
     if not check:
-        part = out.with_suffix(out.suffix + ".part")
-        part.write_text(text)
-        os.replace(part, out)
+        from edgepart.fileio import atomic_write_text
+
+        atomic_write_text(out, text)
         print(f"wrote {out.relative_to(ROOT)}")
     return [out]
 
