@@ -44,15 +44,23 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 20  # 13, 14 and 21: drawn in trials, not adopted (docs/latency_predictors.md)
+SAMPLER_VERSION = 22  # 13, 14 and 21: drawn in trials, not adopted (docs/latency_predictors.md)
 # Versions whose specs this module builds: 18 added stack chains (ChainSpec.stack) and left every
 # other spec's chain as 17 built it, so measurements of 17 can still be rebuilt and refitted.
 # 19 drew AudioSpectrogram and Mfcc as classes of their own (they had been a fifth of the "fft"
 # class each): a spec of 17 or 18 still builds its chain as then. 20 drew a third of the 1-D
 # filter banks as the frames of a short-time Fourier transform (long kernels, hops of a
 # hundred samples and more) and one to three parts of an FFT's spectrum; specs of 19 build as
-# 19 built them.
-BUILDS = frozenset({17, 18, 19, 20})
+# 19 built them. 21 gave most of those frames one output per frequency bin (n_fft / 2 + 1: 18 of
+# a calibration's 27 frame kernels had had 1 to 6 outputs, since a one-channel input scaled the
+# usual output draw down), and half of the batch matrix products with a constant right-hand side
+# a 2-D one broadcast over the batch (a projection by a fixed matrix: mel filter banks,
+# ``einsum`` and ``tensordot`` layers), which version 20 never drew. 21 was not adopted: it drew
+# those frames in 8-bit chains too, where they were the largest 8-bit convolutions, at an
+# efficiency no 8-bit network has, and its fits priced 8-bit networks' convolutions half as high
+# again. 22 draws them as 21 did, in float32 chains only (audio front ends are float); specs of
+# 20 build as 20 built them.
+BUILDS = frozenset({17, 18, 19, 20, 22})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -955,7 +963,7 @@ class _Chain(_Blocks):
 
     def k_conv(self) -> None:
         r = self.u()
-        sh = sw = 0
+        sh = sw = bins = 0
         if r < 0.1:
             x = self.audio()
             kh, kw = int(self.pick({1: 0.3, 3: 0.4, 5: 0.2, 9: 0.1})), 1
@@ -967,6 +975,9 @@ class _Chain(_Blocks):
             kh, kw = 1, int(self.pick({256: 0.5, 400: 0.7, 512: 1.0, 1024: 0.7, 2048: 0.3}))
             sh, sw = 1, int(self.pick({160: 0.4, kw // 4: 0.3, kw // 2: 0.3}))
             frames = self.logu(1, 256)
+            if self.spec.version >= 22 and self.spec.family == "f32" and self.u() < 0.7:
+                bins = kw // 2 + 1  # the work cap takes frames, not bins
+                frames = max(1, min(frames, int(MAX_KERNEL_MACS // (bins * kw))))
             x = self.new_input((1, 1, kw + sw * (frames - 1), 1))
         elif r < 0.16:
             # 1-D filter banks of audio front ends: long kernels along a long axis
@@ -998,7 +1009,9 @@ class _Chain(_Blocks):
         pad = "VALID" if self.u() < 0.2 and h >= kh and w >= kw else "SAME"
         explicit_pad = pad == "VALID" and max(kh, kw) > 1 and self.u() < 0.5
         r = self.u()
-        if r < 0.5:
+        if bins:  # one kernel per frequency bin of a real transform (one part of the spectrum)
+            cout = bins
+        elif r < 0.5:
             cout = self.chan(1, 1024)
         else:
             cout = max(1, int(cin * float(self.pick({0.25: 1, 0.5: 1, 1: 2, 2: 2, 4: 1, 6: 1}))))
@@ -1192,8 +1205,10 @@ class _Chain(_Blocks):
         else:
             a = self.new_input((b, m, k), dtype=F32)
         adj_y = self.u() < 0.3
-        rshape = (b, n, k) if adj_y else (b, k, n)
+        rshape: tuple[int, ...] = (b, n, k) if adj_y else (b, k, n)
         if self.u() < 0.3:
+            if self.spec.version >= 22 and self.u() < 0.5:
+                rshape = rshape[1:]  # one matrix for every batch (a fixed projection)
             rhs = self.const(self.rng.standard_normal(rshape).astype(np.float32) * 0.1)
         else:
             rhs = self.new_input(rshape, dtype=F32).idx

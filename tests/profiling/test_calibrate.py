@@ -21,7 +21,13 @@ from edgepart.profiling.calibrate import (
     real_owner,
 )
 from edgepart.profiling.host_predictor import fit_host_predictor
-from edgepart.profiling.kernel_gen import SAMPLER_VERSION, ChainSpec, build_chain, draw_specs
+from edgepart.profiling.kernel_gen import (
+    BUILDS,
+    SAMPLER_VERSION,
+    ChainSpec,
+    build_chain,
+    draw_specs,
+)
 from edgepart.tflite.writer import write_model
 
 
@@ -659,30 +665,64 @@ def test_specs_of_sampler_version_17_build_the_chains_they_built():
         build_chain(ChainSpec(seed=1, version=16))
 
 
-def test_specs_of_sampler_version_19_build_the_chains_they_built():
-    """Version 20 drew short-time Fourier frames among the filter banks and several parts of
-    one spectrum: specs of 19 rebuild byte for byte (hashes taken with the version 19
-    sampler), and the same seeds build other chains in 20."""
+# Specs and the hashes of their chains, taken with the sampler of each older version. 20 drew
+# short-time Fourier frames among the filter banks and several parts of one spectrum; 22 gave
+# float32 chains' frames one output per bin and drew constant 2-D right-hand sides of batch
+# products (21, which drew the same in 8-bit chains too, was not adopted and is not built).
+_OLDER_SPECS = [
+    ChainSpec(seed=20, family="f32", length=2, homogeneous="conv"),
+    ChainSpec(seed=48, family="f32", length=2, homogeneous="conv"),
+    ChainSpec(seed=4, family="f32", length=3, homogeneous="fft"),
+    ChainSpec(seed=3, family="f32", length=3, homogeneous="bmm"),
+    ChainSpec(seed=11, family="f32", length=10),
+    ChainSpec(seed=12, family="q8", length=6),
+]
+_OLDER_HASHES = {
+    19: ["f10f701c6ba5a680", "30d343d95e813651", "81816c9b486c98ba", "c95d44d78901274a",
+         "4d146e4c8cf7343b", "1ca4ae7f80d8cf32"],
+    20: ["fb355f0c7facdd7a", "619d0eaf177d3523", "8ac746c813585403", "3ae5a846457d4c7b",
+         "4943e540fd05bcc1", "a905100241557427"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("version", sorted(_OLDER_HASHES))
+def test_specs_of_an_older_sampler_version_build_the_chains_they_built(version: int) -> None:
+    """Specs of an older version rebuild byte for byte, so its measurements can still be
+    refitted, and the same seeds build other chains in the next version."""
     import dataclasses
     import hashlib
 
-    specs = [
-        ChainSpec(seed=20, family="f32", length=2, homogeneous="conv"),
-        ChainSpec(seed=48, family="f32", length=2, homogeneous="conv"),
-        ChainSpec(seed=4, family="f32", length=3, homogeneous="fft"),
-        ChainSpec(seed=11, family="f32", length=10),
-        ChainSpec(seed=12, family="q8", length=6),
-    ]
-
-    def digest(spec: ChainSpec, version: int) -> str:
-        m = build_chain(dataclasses.replace(spec, version=version))
+    def digest(spec: ChainSpec, v: int) -> str:
+        m = build_chain(dataclasses.replace(spec, version=v))
         return hashlib.sha256(write_model(m)).hexdigest()[:16]
 
-    assert [digest(s, 19) for s in specs] == [
-        "f10f701c6ba5a680", "30d343d95e813651", "81816c9b486c98ba", "4d146e4c8cf7343b",
-        "1ca4ae7f80d8cf32",
-    ]  # fmt: skip
-    assert digest(specs[0], 20) != digest(specs[0], 19)
+    assert [digest(s, version) for s in _OLDER_SPECS] == _OLDER_HASHES[version]
+    later = min(v for v in BUILDS if v > version)
+    assert digest(_OLDER_SPECS[0], later) != digest(_OLDER_SPECS[0], version)
+
+
+def test_batch_products_by_a_constant_matrix_are_drawn_and_run_in_litert():
+    """A batch of rows times one constant 2-D matrix (openWakeWord's mel filter bank,
+    ``einsum`` projections): version 22 draws it, XNNPACK takes it, and it runs."""
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    found = []
+    for seed in range(40):
+        m = build_chain(ChainSpec(seed=seed, family="f32", length=2, homogeneous="bmm"))
+        g = m.main
+        for i in range(g.num_ops):
+            op = g.ops[i]
+            if g.op_name(i) == "BATCH_MATMUL" and g.tensors[op.inputs[1]].rank == 2:
+                assert g.tensors[op.inputs[1]].is_constant
+                found.append(m)
+    assert len(found) >= 2
+    for m in found[:2]:
+        assert "xnn.bmm" in decompose(m, "xnnpack").types
+        for ex in ("xnnpack", "builtin"):
+            it = make_interpreter(write_model(m), ex, 1)
+            fill_inputs(it, 0)
+            it.invoke()
+            assert np.isfinite(it.get_tensor(it.get_output_details()[0]["index"])).all()
 
 
 def test_short_time_fourier_frames_are_drawn_as_convolutions_and_run_in_litert():
@@ -692,16 +732,19 @@ def test_short_time_fourier_frames_are_drawn_as_convolutions_and_run_in_litert()
     from edgepart.profiling.timing import fill_inputs, make_interpreter
 
     found = []
-    for seed in range(60):
+    for seed in range(150):
         m = build_chain(ChainSpec(seed=seed, family="f32", length=2, homogeneous="conv"))
         k = decompose(m, "xnnpack")
         for i, t in enumerate(k.types):
             f = k.features[i]
             if t == "xnn.conv" and f[F["kw"]] >= 256 and f[F["sw"]] >= 64:
                 found.append((m, f))
-    assert len(found) >= 2
+    assert len(found) >= 3
     kws = {int(f[F["kw"]]) for _, f in found}
     assert kws <= {256, 400, 512, 1024, 2048}
+    # version 22: most float32 frames have one output per frequency bin, as a transform has
+    bins = [f for _, f in found if f[F["cout"]] == f[F["kw"]] // 2 + 1]
+    assert len(bins) >= len(found) / 2
     for m, f in found[:2]:
         assert f[F["kh"]] == 1 and f[F["cin"]] == 1 and f[F["red"]] == f[F["kw"]]
         for ex in ("xnnpack", "builtin"):
