@@ -7,6 +7,9 @@ and throughput objectives, each writing a bundle), ``plan-memory`` of the latenc
 ``profile -o``. Models with a dynamic input get the sizes the real-model manifest runs them at
 (``--input-shape``, "shapes given where needed"); the seeded corpus runs at its stored sizes.
 Commands that need a bundle whose ``partition`` ended with an expected error are skipped.
+Each command is ``edgepart.cli.main`` in a child forked from a helper that has the CLI and
+the modules its commands load imported (``cli_forks.py``): a third of a ``python -m
+edgepart`` command's time here is imports, and the sweep runs hundreds of them.
 
 Each result is one of:
 
@@ -30,10 +33,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +51,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import build_corpus  # noqa: E402  (tools/ on sys.path)
 import real_models  # noqa: E402
+from cli_forks import CliForks  # noqa: E402  (this directory)
 
 PROFILES = (
     "pixel8",
@@ -228,31 +231,21 @@ def classify(
     return "failure", f"exit {rc}, {len(errors)} error line(s): {' '.join(stderr.split())[-200:]}"
 
 
-def run_step(step: Step, timeout: float, env: dict[str, str]) -> Result:
+def run_step(step: Step, timeout: float, forks: CliForks, scratch: Path) -> Result:
+    """One command, forked from ``forks`` (see ``cli_forks``), its output read back."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "edgepart", *step.argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=env,
-    )
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        timed_out = True
-    status, reason = classify(step, proc.returncode, out, err, timed_out)
+    out_path, err_path = scratch / "stdout", scratch / "stderr"
+    rc, timed_out = forks.run(step.argv, out_path, err_path, timeout)
+    out = out_path.read_text(errors="replace")
+    err = err_path.read_text(errors="replace")
+    status, reason = classify(step, rc, out, err, timed_out)
     return Result(
         step.model,
         step.command,
         step.profile,
         step.argv,
         status,
-        None if timed_out else proc.returncode,
+        None if timed_out else rc,
         round(time.monotonic() - start, 2),
         reason,
         err[-1500:],
@@ -269,10 +262,23 @@ def sweep(
     sink: Any = None,
     progress: bool = False,
 ) -> list[Result]:
-    """Run every model's steps (models in parallel, a model's steps in order)."""
+    """Run every model's steps (models in parallel, a model's steps in order), each command
+    in a child forked from one of ``jobs`` helpers that have the CLI imported."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    helpers: queue.Queue[tuple[CliForks, Path]] = queue.Queue()
+    scratch = Path(tempfile.mkdtemp(prefix="edgepart-sweep-out-"))
+    for j in range(jobs):
+        (scratch / str(j)).mkdir()
+        helpers.put((CliForks(env), scratch / str(j)))
 
     def one(item: tuple[int, str]) -> list[Result]:
+        forks, out_dir = helpers.get()
+        try:
+            return steps_of(item, forks, out_dir)
+        finally:
+            helpers.put((forks, out_dir))
+
+    def steps_of(item: tuple[int, str], forks: CliForks, out_dir: Path) -> list[Result]:
         k, name = item
         path, shapes = chosen[name]
         done: dict[str, Result] = {}
@@ -292,7 +298,7 @@ def sweep(
                     f"no bundle: {why}",
                 )
             else:
-                res = run_step(st, timeout, env)
+                res = run_step(st, timeout, forks, out_dir)
             if st.makes:
                 done[st.makes] = res
             results.append(res)
@@ -302,8 +308,13 @@ def sweep(
             print(f"  {name}: {Counter(r.status for r in results)}", file=sys.stderr, flush=True)
         return results
 
-    with ThreadPoolExecutor(jobs) as pool:
-        batches = list(pool.map(one, enumerate(chosen)))
+    try:
+        with ThreadPoolExecutor(jobs) as pool:
+            batches = list(pool.map(one, enumerate(chosen)))
+    finally:
+        while not helpers.empty():
+            helpers.get()[0].close()
+        shutil.rmtree(scratch, ignore_errors=True)
     return [r for b in batches for r in b]
 
 

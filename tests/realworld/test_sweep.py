@@ -1,6 +1,8 @@
 """The sweep (``benchmarks/sweep.py``) in CI: every corpus and real-model corpus model through
-the CLI as a user runs it, with a timeout per command; zero tracebacks, zero exit statuses other
-than 0, 1 and 2, zero timeouts, and every bundle LiteRT can run verifies bit-identical.
+the CLI as a user runs it (each command ``edgepart.cli.main`` forked from a helper that has it
+imported, ``benchmarks/cli_forks.py``), with a timeout per command; zero tracebacks, zero exit
+statuses other than 0, 1 and 2, zero timeouts, and every bundle LiteRT can run verifies
+bit-identical.
 
 CI has 2 cores and the whole suite should stay near 15 minutes, so this test runs the sweep's
 *subset*: every model once (``partition`` under one profile, rotating through the six shipped
@@ -49,3 +51,34 @@ def test_sweep_subset(
     assert counts["ok"] >= 0.8 * len(results), report
     verified = [r for r in results if r.command == "run --verify" and r.status == "ok"]
     assert len(verified) >= 40, report
+
+
+def test_forked_commands_report_as_the_command_line_does(
+    corpus: dict[str, Path], tmp_path: Path
+) -> None:
+    """The sweep's commands run forked from a helper that has the CLI imported: status,
+    standard output and error as ``python -m edgepart`` gives them, and an overrun kills the
+    command's whole session."""
+    import subprocess
+
+    from cli_forks import CliForks
+
+    model = str(corpus["cond"])
+    out, err = tmp_path / "out", tmp_path / "err"
+    forks = CliForks()
+    try:
+        for argv in (["inspect", model], ["inspect", str(tmp_path / "missing.tflite")]):
+            rc, timed_out = forks.run(argv, out, err, timeout=120)
+            ref = subprocess.run(
+                [sys.executable, "-m", "edgepart", *argv], capture_output=True, text=True
+            )
+            assert (rc, timed_out) == (ref.returncode, False)
+            assert out.read_text() == ref.stdout
+            assert err.read_text() == ref.stderr
+        assert rc == 2 and err.read_text().startswith("edgepart: error:")
+        argv = ["profile", model, "-o", str(tmp_path / "t.json"), "--budget", "1"]
+        rc, timed_out = forks.run(argv, out, err, timeout=0.5)
+        assert timed_out and rc == -9
+        assert not (tmp_path / "t.json").exists()
+    finally:
+        forks.close()
