@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 __all__ = ["CliForks"]
 
@@ -69,7 +70,7 @@ class CliForks:
         self._proc.wait()
 
 
-def _child(req: dict[str, object]) -> None:
+def _child(req: dict[str, Any]) -> None:
     """In the forked child: the command, as ``python -m edgepart`` runs it; never returns."""
     import atexit
     import traceback
@@ -86,7 +87,7 @@ def _child(req: dict[str, object]) -> None:
     try:
         from edgepart.cli import main
 
-        code = main([str(a) for a in req["argv"]])  # type: ignore[attr-defined]
+        code = main([str(a) for a in req["argv"]])
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
             code = stop.code or 0
@@ -115,7 +116,7 @@ def _wait(pid: int, timeout: float) -> tuple[int, bool]:
             os.killpg(pid, signal.SIGKILL)
             _, status = os.waitpid(pid, 0)
             return os.waitstatus_to_exitcode(status), True
-        time.sleep(0.002)
+        time.sleep(0.01)
 
 
 def serve() -> None:
