@@ -115,7 +115,9 @@ def models(names: Sequence[str] | None = None) -> dict[str, tuple[Path, dict[str
     if names:
         missing = [n for n in names if n not in out]
         if missing:
-            raise SystemExit(f"unknown models {missing}")
+            known = ", ".join(sorted(out))
+            print(f"sweep: unknown model(s) {', '.join(missing)}; known: {known}", file=sys.stderr)
+            raise SystemExit(2)
         out = {n: out[n] for n in names}
     return out
 
