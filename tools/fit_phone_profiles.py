@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                     if by_model[model] != stored[device][cname][model]:
                         print(f"{model} ({device} {cname}): terms {by_model[model]} differ from "
                               f"{TERMS_FILE.name}'s {stored[device][cname][model]}")  # fmt: skip
-                        changed += [] if TERMS_FILE in changed else [TERMS_FILE]
+                        if TERMS_FILE not in changed:
+                            changed.append(TERMS_FILE)
         if models and TERMS_FILE not in changed:
             print(f"rebuilt {', '.join(sorted(models))}: terms as in {TERMS_FILE.name}")
     if args.check and changed:
