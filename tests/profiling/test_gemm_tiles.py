@@ -83,8 +83,15 @@ def test_the_probe_runs_on_the_real_runtime_and_agrees_with_its_own_times():
         assert sorted(times[suffix]) == list(PROBE_ROWS)
         assert all(t > 0 for t in times[suffix].values())
         assert tile == row_tile_from_times(times[suffix])
-        if tile > 1:  # the step it reports is in the times
-            assert times[suffix][2 * tile + 1] > times[suffix][tile + 1] > times[suffix][tile]
+        if tile > 1:  # the step it reports is in the times: each tile's rows take longer
+            # on average than the tile's before (means over a tile's rows, not single samples,
+            # which a loaded machine can swap by a few percent)
+            t = times[suffix]
+            first, second = (
+                float(np.mean([t[r] for r in range(lo, lo + tile) if r >= 2 and r in t]))
+                for lo in (1, tile + 1)
+            )
+            assert second > first
 
 
 def test_the_task_width_is_the_widest_layer_before_the_first_split():
