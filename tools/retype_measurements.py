@@ -11,8 +11,9 @@ chains have to be measured again). Refit the output with ``calibrate --host --fi
 
 ``--geometry``: the rules that derive a kernel's geometric features (rows, reduction length,
 kernel size ...) changed too, as when a slice's rows became its contiguous runs: those features
-are re-derived as well. The kernels and their work (bytes, MACs, data type, footprint) must
-still come out identical, since the timings are of the same chains.
+are re-derived as well, and the work units that follow from them (an XNNPACK pad's MACs are its
+rows). The kernels and their bytes, data type and footprint must still come out identical,
+since the timings are of the same chains.
 
 Usage::
 
@@ -36,8 +37,13 @@ def retype(src: str, dst: str, *, geometry: bool = False) -> int:
     """Write ``src``'s measurements to ``dst`` with re-derived kernel types (and geometric
     features, with ``geometry``); chain decompositions changed."""
     meas = load_measurements(src)
-    # with geometry, only the features a kernel's work sets must come out the same
-    cols = [k for k, n in enumerate(FEATURES) if n in WORK_FEATURES] if geometry else slice(None)
+    # with geometry, only the features a kernel's work sets must come out the same; its work
+    # units (``macs``) may follow its geometry (an XNNPACK pad's are its rows)
+    cols = (
+        [k for k, n in enumerate(FEATURES) if n in WORK_FEATURES - {"macs"}]
+        if geometry
+        else slice(None)
+    )
     changed = 0
     for c in meas.chains:
         if not c.kernels:

@@ -136,6 +136,22 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
+def _with_sample_rate(sg: Subgraph, op: int, o: dict[str, Any]) -> dict[str, Any]:
+    """An ``Mfcc`` op's options with its sample rate, when that input is a constant: which of
+    the spectrogram's bins its filterbank reads each frame depends on it (the bins from the
+    lower to the upper frequency limit, in steps of half the rate over the bins)."""
+    ins = sg.op_inputs.row(op).tolist()
+    if len(ins) < 2 or ins[1] < 0:
+        return o
+    t = sg.tensor(int(ins[1]))
+    if t.data is None or t.sparsity is not None or t.dtype.numpy is None:
+        return o
+    v = np.asarray(t.numpy()).reshape(-1)
+    if v.size != 1 or v.dtype.kind not in "iu":
+        return o
+    return {**o, "sample_rate": int(v[0])}
+
+
 def _options_tuple(o: Any) -> tuple[tuple[str, Any], ...]:
     if o is None:
         return ()
@@ -229,6 +245,8 @@ def op_signatures(sg: Subgraph, ops: Sequence[int] | np.ndarray | None = None) -
             o = opts2[i]
         if o is None and base[k][0] in FLEX_OPTION_KEYS:  # a custom op LiteRT ships
             o = custom_option_values(base[k][0], sg.op_custom_options[i])
+            if o is not None and base[k][0] == "Mfcc":
+                o = _with_sample_rate(sg, i, o)
         found = None
         for rep, sig in seen[k]:
             if rep == o:

@@ -314,6 +314,62 @@ def test_an_fft_is_its_own_kernel_class_with_n_log_n_work():
         assert f[F["macs"]] == pytest.approx(43 * 2048 * 11 / 2)
 
 
+def pad_rows(in_shape, out_shape, executor="xnnpack"):
+    """(type, rows, red, macs) of the kernel of one float PAD from ``in_shape`` to
+    ``out_shape`` (padded at the end of each dimension that grows)."""
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", F32, in_shape)
+    pads = np.array([[0, o - i] for i, o in zip(in_shape, out_shape, strict=True)], np.int32)
+    y = g.tensor("y", F32, out_shape)
+    g.op("PAD", [x, g.constant("p", pads)], [y])
+    g.output(y)
+    k = decompose(mb.build(), executor)
+    f = k.features[0]
+    return k.types[0], f[F["rows"]], f[F["red"]], f[F["macs"]]
+
+
+def test_a_pads_rows_run_through_its_last_padded_dimension():
+    # along the width: a row per output pixel, whatever the channels (XNNPACK: 612 us for
+    # [1,172,273,1] -> [1,172,309,1], 9.8 along the height)
+    assert pad_rows((1, 172, 273, 1), (1, 172, 309, 1)) == ("xnn.pad", 172 * 309, 1, 172 * 309)
+    assert pad_rows((1, 172, 273, 8), (1, 172, 309, 8))[1:3] == (172 * 309, 8)
+    # along the height: the width and channels after it are one run
+    assert pad_rows((1, 172, 273, 8), (1, 176, 273, 8))[1:3] == (176, 273 * 8)
+    # the channels (the innermost dimension): a row per pixel
+    assert pad_rows((1, 16, 16, 3), (1, 16, 16, 8))[1:3] == (256, 8)
+    assert pad_rows((1, 100), (1, 120))[1:3] == (1, 120)
+    # builtin kernels do not pad a row per call: no work units for them
+    assert pad_rows((1, 172, 273, 1), (1, 172, 309, 1), "builtin") == ("tfl.pad", 172 * 309, 1, 0)
+
+
+@pytest.mark.parametrize(("rate", "bins_read"), [(16000, 64), (8000, 127), (None, 64)])
+def test_mfcc_reads_the_bins_between_its_frequency_limits(rate, bins_read):
+    """TFLite's Mfcc filters the bins from the lower to the upper frequency limit, steps of
+    rate / 2 / (bins - 1): 20 to 4000 Hz of 129 bins are bins 1..64 at 16 kHz, 2..128 at
+    8 kHz; a rate that is not a constant is taken as 16 kHz."""
+    from flatbuffers import flexbuffers
+
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    spec = g.input("spec", F32, (1, 30, 129))
+    r = (
+        g.input("rate", DType.INT32, ())
+        if rate is None
+        else g.constant("rate", np.array(rate, np.int32))
+    )
+    y = g.tensor("y", F32, (1, 30, 13))
+    opts = {"dct_coefficient_count": 13, "filterbank_channel_count": 40,
+            "lower_frequency_limit": 20.0, "upper_frequency_limit": 4000.0}  # fmt: skip
+    g.op("Mfcc", [spec, r], [y], custom_options=flexbuffers.Dumps(opts))
+    g.output(y)
+    k = decompose(mb.build(), "builtin")
+    f = k.features[0]
+    assert k.types == ["tfl.mfcc"]
+    assert (f[F["rows"]], f[F["red"]], f[F["w"]], f[F["cin"]]) == (30, bins_read, 129, 40)
+    assert f[F["macs"]] == 30 * (129 + 40 * 13)  # the filterbank is set up for every bin
+
+
 def test_binary_broadcasts_are_told_apart():
     g = G((1, 16, 32))
     same = g.add(g.x0, g.x0, (1, 16, 32))
