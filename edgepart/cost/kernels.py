@@ -832,6 +832,12 @@ def _opt(s: OpSig, key: str, default: object) -> object:
     return default
 
 
+def _fopt(s: OpSig, key: str, default: float) -> float:
+    """A number option (``default`` when absent or not a number)."""
+    v = _opt(s, key, default)
+    return float(v) if isinstance(v, (int, float)) else default
+
+
 def _iopt(s: OpSig, key: str, default: int = 1) -> int:
     """An integer option (``default`` when absent or 0)."""
     v = _opt(s, key, default)
@@ -968,10 +974,10 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
         # all the bins (the filterbank is set up again for every bin on each call). The rate
         # is an input: its value when constant, else 16 kHz (speech models' rate)
         bins = float(xshape[-1])
-        rate = float(_opt(s, "sample_rate", 16000) or 16000)
+        rate = _fopt(s, "sample_rate", 16000.0) or 16000.0
         step = 0.5 * rate / max(bins - 1.0, 1.0)
-        lower = float(_opt(s, "lower_frequency_limit", 20.0) or 0.0)  # type: ignore[arg-type]
-        upper = float(_opt(s, "upper_frequency_limit", 4000.0) or 0.0)  # type: ignore[arg-type]
+        lower = _fopt(s, "lower_frequency_limit", 20.0)
+        upper = _fopt(s, "upper_frequency_limit", 4000.0)
         first, last = int(1.5 + lower / step), min(int(upper / step), int(bins) - 1)
         g["rows"] = float(_numel(yshape[:-1]))
         g["red"] = float(max(last - first + 1, 1))
