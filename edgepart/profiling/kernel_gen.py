@@ -44,7 +44,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 23  # 13, 14 and 21: drawn in trials, not adopted (docs/latency_predictors.md)
+SAMPLER_VERSION = 22  # 13, 14 and 21: drawn in trials, not adopted (docs/latency_predictors.md)
 # Versions whose specs this module builds: 18 added stack chains (ChainSpec.stack) and left every
 # other spec's chain as 17 built it, so measurements of 17 can still be rebuilt and refitted.
 # 19 drew AudioSpectrogram and Mfcc as classes of their own (they had been a fifth of the "fft"
@@ -59,12 +59,8 @@ SAMPLER_VERSION = 23  # 13, 14 and 21: drawn in trials, not adopted (docs/latenc
 # those frames in 8-bit chains too, where they were the largest 8-bit convolutions, at an
 # efficiency no 8-bit network has, and its fits priced 8-bit networks' convolutions half as high
 # again. 22 draws them as 21 did, in float32 chains only (audio front ends are float); specs of
-# 20 build as 20 built them. 23 draws pads along the height only and the width only too (half
-# of the latter of a fresh image of one to four channels), since XNNPACK pads a row per call up
-# to the last padded dimension, and draws Mfcc on a spectrogram of its own four times in five
-# (the AudioSpectrogram in front of it costs about as much), a fifth of them at 8 kHz; specs
-# of 22 build as 22 built them.
-BUILDS = frozenset({17, 18, 19, 20, 22, 23})
+# 20 build as 20 built them.
+BUILDS = frozenset({17, 18, 19, 20, 22})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -1410,9 +1406,6 @@ class _Chain(_Blocks):
         self.set(y)
 
     def k_pad(self) -> None:
-        if self.spec.version >= 23:
-            self._pad_23()
-            return
         x = self.anyt()
         r = len(x.shape)
         pads = np.zeros((r, 2), np.int32)
@@ -1431,41 +1424,6 @@ class _Chain(_Blocks):
             op = "MIRROR_PAD"
             pads = np.minimum(pads, np.array([[d - 1, d - 1] for d in x.shape], np.int32))
             pads = np.maximum(pads, 0).astype(np.int32)
-            shape = tuple(int(d + pads[i].sum()) for i, d in enumerate(x.shape))
-        y = self.tensor(shape, like=x, q=x.q)
-        opts = {"mode": "REFLECT"} if op == "MIRROR_PAD" else None
-        self.op(op, [x.idx, self.const(pads)], [y], options=opts)
-        self.set(y)
-
-    def _pad_23(self) -> None:
-        """A pad as version 23 draws it: of an image along its height and width, its height
-        only, its width only (half of those of a fresh image of one to four channels: a row
-        per pixel of a value or a few, as audio models pad their time axis), or along its
-        last dimension. XNNPACK pads the rows up to the last padded dimension one call each
-        (kernels' ``rows``), so the draws cover few long rows and many short ones."""
-        kind = str(self.pick({"hw": 0.4, "h": 0.1, "w": 0.2, "last": 0.3}))
-        if kind == "w" and self.u() < 0.5:
-            h, w = self.logu(1, 256), self.logu(8, 512)
-            x = self.new_input((1, h, w, int(self.pick({1: 0.5, 2: 0.2, 4: 0.3}))))
-        else:
-            x = self.anyt()
-        r = len(x.shape)
-        pads = np.zeros((r, 2), np.int32)
-        if r == 4 and kind != "last":
-            for axis in {"hw": (1, 2), "h": (1,), "w": (2,)}[kind]:
-                d = x.shape[axis]
-                p = int(self.pick({1: 0.5, 2: 0.2, 3: 0.1, max(d // 4, 1): 0.2}))
-                pads[axis] = (p, p) if self.u() < 0.6 else (0, p)
-        else:
-            pads[r - 1] = (0, max(1, x.shape[-1] // int(self.pick({1: 0.5, 2: 0.3, 4: 0.2}))))
-        op = "PAD"
-        if not self.q8 and self.spec.executor_hint != "xnnpack" and self.u() < 0.15:
-            op = "MIRROR_PAD"  # builtin kernels only: at most the dimension less one
-            pads = np.minimum(pads, np.array([[d - 1, d - 1] for d in x.shape], np.int32))
-        shape = tuple(int(d + pads[i].sum()) for i, d in enumerate(x.shape))
-        if _numel(shape) > MAX_ELEMS:
-            pads[:] = 0
-            pads[r - 1] = (0, 1) if op == "PAD" else (0, 0)
             shape = tuple(int(d + pads[i].sum()) for i, d in enumerate(x.shape))
         y = self.tensor(shape, like=x, q=x.q)
         opts = {"mode": "REFLECT"} if op == "MIRROR_PAD" else None
@@ -1612,9 +1570,7 @@ class _Chain(_Blocks):
         n = 1 << (window - 1).bit_length()  # the FFT length: the next power of two
         stride = max(window // int(self.pick({1: 0.3, 2: 1.0, 3: 0.3, 4: 0.5})), 1)
         frames = max(1, min(self.logu(1, 512), MAX_ELEMS // (n // 2 + 1)))
-        # on a spectrogram of its own (magnitudes: >= 0); version 23 draws four in five so,
-        # since an AudioSpectrogram in front takes about as long and grows with the frames too
-        if mfcc and self.u() < (0.8 if self.spec.version >= 23 else 0.5):
+        if mfcc and self.u() < 0.5:  # on a spectrogram of its own (magnitudes: >= 0)
             x = self.new_input((1, frames, n // 2 + 1), F32)
             spec = self.tensor(x.shape, dtype=F32)
             self.op("ABS", [x.idx], [spec])
@@ -1632,12 +1588,9 @@ class _Chain(_Blocks):
         chans = min(chans, max(spec.shape[-1] // 2, 8))  # no more channels than bins feed
         dct = min(chans, int(self.pick({10: 0.5, 12: 0.5, 13: 1.0, 20: 0.5, 40: 0.5})))
         upper = float(self.pick({4000.0: 1.0, 7600.0: 0.7, 8000.0: 0.3}))
-        hz = 16000
-        if self.spec.version >= 23 and self.u() < 0.2:  # narrowband speech: 8 kHz
-            hz, upper = 8000, min(upper, 4000.0)
         mf: dict[str, float] = {"dct_coefficient_count": dct, "filterbank_channel_count": chans,
                 "lower_frequency_limit": 20.0, "upper_frequency_limit": upper}  # fmt: skip
-        rate = self.g.constant(self.name("rate"), np.array(hz, np.int32))
+        rate = self.g.constant(self.name("rate"), np.array(16000, np.int32))
         y = self.tensor((*spec.shape[:-1], dct), dtype=F32)
         self.op("Mfcc", [spec.idx, rate], [y], custom_options=flexbuffers.Dumps(mf))
         self.macs += _numel(spec.shape[:-1]) * (spec.shape[-1] + chans * dct)

@@ -682,8 +682,6 @@ _OLDER_HASHES = {
          "4d146e4c8cf7343b", "1ca4ae7f80d8cf32"],
     20: ["fb355f0c7facdd7a", "619d0eaf177d3523", "8ac746c813585403", "3ae5a846457d4c7b",
          "4943e540fd05bcc1", "a905100241557427"],
-    22: ["bf5cd2cac42130dc", "0b67869bd0ee4264", "54495c6b3c815f76", "ac58cba4f2a5f561",
-         "dfac9eedd98c0c37", "514ee149d73b489e"],
 }  # fmt: skip
 
 
@@ -701,71 +699,6 @@ def test_specs_of_an_older_sampler_version_build_the_chains_they_built(version: 
     assert [digest(s, version) for s in _OLDER_SPECS] == _OLDER_HASHES[version]
     later = min(v for v in BUILDS if v > version)
     assert digest(_OLDER_SPECS[0], later) != digest(_OLDER_SPECS[0], version)
-
-
-def test_pads_are_drawn_along_each_axis_and_run_in_litert():
-    """Version 23 pads images along the height only (few long rows), the width only (a row
-    per pixel, some of one to four channels) and both, and the last dimension: XNNPACK's rows
-    and runs differ by orders of magnitude between them."""
-    from edgepart.cost.kernels import FEATURES
-    from edgepart.profiling.timing import fill_inputs, make_interpreter
-
-    f = {n: k for k, n in enumerate(FEATURES)}
-    kinds: dict[str, list[tuple[float, float]]] = {}
-    runnable = []
-    for seed in range(60):
-        m = build_chain(ChainSpec(seed=seed, family="f32", length=1, homogeneous="pad"))
-        g = m.main
-        k = decompose(m, "xnnpack")
-        for i in range(g.num_ops):
-            if g.op_name(i) != "PAD":
-                continue
-            x = g.tensors[g.ops[i].inputs[0]].shape
-            y = g.tensors[g.ops[i].outputs[0]].shape
-            grown = tuple(a for a in range(len(x)) if x[a] != y[a])
-            kind = {(1,): "h", (2,): "w", (1, 2): "hw"}.get(grown, "last" if grown else "")
-            row = k.features[k.op_kernel[i]]
-            kinds.setdefault(kind, []).append((row[f["rows"]], row[f["red"]]))
-            if kind in ("h", "w") and len(runnable) < 4:
-                runnable.append(m)
-    assert {"h", "w", "hw", "last"} <= set(kinds)
-    assert any(red >= 1000 for _, red in kinds["h"])  # width and channels: one long run
-    assert any(red <= 4 and rows >= 100 for rows, red in kinds["w"])  # many rows of a value or so
-    for m in runnable:
-        for ex in ("xnnpack", "builtin"):
-            it = make_interpreter(write_model(m), ex, 1)
-            fill_inputs(it, 0)
-            it.invoke()
-            assert np.isfinite(it.get_tensor(it.get_output_details()[0]["index"])).all()
-
-
-def test_mfcc_is_drawn_at_8_khz_too_and_reads_the_bins_below_its_limit():
-    from flatbuffers import flexbuffers
-
-    from edgepart.cost.kernels import FEATURES
-    from edgepart.profiling.timing import fill_inputs, make_interpreter
-
-    f = {n: k for k, n in enumerate(FEATURES)}
-    rates = set()
-    for seed in range(40):
-        m = build_chain(ChainSpec(seed=seed, length=1, homogeneous="mfcc"))
-        g = m.main
-        for i in range(g.num_ops):
-            if g.op_name(i) != "Mfcc":
-                continue
-            rate = int(g.tensors[g.ops[i].inputs[1]].numpy())
-            opts = flexbuffers.Loads(bytes(g.op_custom_options[i]))
-            assert opts["upper_frequency_limit"] <= rate / 2
-            if rate not in rates:
-                rates.add(rate)
-                k = decompose(m, "builtin")
-                bins = g.tensors[g.ops[i].inputs[0]].shape[-1]
-                assert k.features[k.op_kernel[i]][f["red"]] <= bins
-                it = make_interpreter(write_model(m), "builtin", 1)
-                fill_inputs(it, 0)
-                it.invoke()
-                assert np.isfinite(it.get_tensor(it.get_output_details()[0]["index"])).all()
-    assert rates == {8000, 16000}
 
 
 def test_batch_products_by_a_constant_matrix_are_drawn_and_run_in_litert():
