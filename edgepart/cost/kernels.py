@@ -48,7 +48,10 @@ Features. Every kernel gets the same feature vector (:data:`FEATURES`), computed
 distinct op signature: work (MACs, bytes) from :func:`edgepart.cost.work.op_work`, geometry
 (output height/width, channels, kernel size, strides) from the op's shapes and options, and the
 model's per-invocation footprint ``ctx_bytes`` (weights plus activations; recorded, though the
-fitted trees do not split on it: trees that did predicted unseen models worse).
+fitted trees do not split on it: trees that did predicted unseen models worse). Where a kernel's
+time follows a count the executor loops over rather than its bytes, that count is its work:
+XNNPACK pads one row per call, so an ``xnn.pad``'s MACs are its rows (a one-channel image
+padded along its width, 47,644 rows, took 612 us; along its height, 176 rows, 9.8).
 
 Control flow: ``IF`` costs its dearer branch, ``WHILE`` its condition and body once per
 iteration (the trip count is read from the loop when it is a constant bound, else one
@@ -117,7 +120,8 @@ FEATURES: tuple[str, ...] = (
     "sh",  # stride height
     "sw",  # stride width
     "dil",  # largest dilation
-    "rows",  # independent rows: output pixels (N*H*W), FC/matmul rows, reduce outer size
+    "rows",  # independent rows: output pixels (N*H*W), FC/matmul rows, reduce outer size,
+    # a pad's rows through its last padded dimension, a slice's contiguous runs
     "red",  # reduction length: MACs per output, reduced elements per output, concat axis run
     "n_in",  # variable inputs (concat: inputs)
     "bcast",  # binary ops: 0 equal shapes, 1 a scalar operand, 2 broadcast, 3 one value a row
@@ -458,10 +462,14 @@ def decompose(
             suffix = "" if cls in DTYPE_BLIND else ("", "_q8", "_hy", "_f16")[q]
             t = type_cache[key] = f"{_prefix(ow)}.{cls}{suffix}"
         types.append(t)
-    # XNNPACK pads one row at a time, a call each (the rows of _geometry): its pads' work is
-    # their rows (measured on x86: 13 to 17 ns a row, one value or hundreds)
-    for k in (k for k, t in enumerate(types) if t == "xnn.pad"):
-        feats[k, F["macs"]] = feats[k, F["rows"]]
+    # pads work a row at a time, at a cost per row: their work is their rows. XNNPACK's (the
+    # rows of _geometry) a call each, 13 to 17 ns on x86, one value or hundreds; the builtin
+    # kernel's fewer and longer (its mirrored pad works otherwise)
+    for k, t in enumerate(types):
+        if t == "xnn.pad":
+            feats[k, F["macs"]] = feats[k, F["rows"]]
+        elif t == "tfl.pad" and hnames[k] in ("PAD", "PADV2"):
+            feats[k, F["macs"]] = _builtin_pad_rows(sg, int(khead[k]))
     if nk and any(t.startswith("xnn.") and t.endswith("_hy") for t in types):
         if exec_rank is None and executor != "builtin":
             # a given delegation (calibration reads LiteRT's): the predicted plan's order when
@@ -832,6 +840,24 @@ def _opt(s: OpSig, key: str, default: object) -> object:
     return default
 
 
+def _last_padded(xshape: tuple[int, ...], yshape: tuple[int, ...]) -> int:
+    """The last dimension a pad from ``xshape`` to ``yshape`` grows (-1: none)."""
+    grown = [i for i, (o, d) in enumerate(zip(yshape, xshape, strict=True)) if o != d]
+    return grown[-1] if grown else -1
+
+
+def _builtin_pad_rows(sg: Subgraph, op: int) -> float:
+    """The rows LiteRT's builtin PAD kernel copies one at a time: the output's dimensions
+    before the last padded one, each row a contiguous run with its padding (measured on x86:
+    8 to 10 ns a row; [1,172,273,1] padded along its width, 172 rows, 6.4 us, along its
+    channels, 46,956 rows, 394 us)."""
+    x = sg.tensor(int(sg.op_inputs.row(op)[0])).shape
+    y = sg.tensor(int(sg.op_outputs.row(op)[0])).shape
+    if len(x) != len(y):
+        return 0.0
+    return float(_numel(_dims(y)[: max(_last_padded(_dims(x), _dims(y)), 0)]))
+
+
 def _fopt(s: OpSig, key: str, default: float) -> float:
     """A number option (``default`` when absent or not a number)."""
     v = _opt(s, key, default)
@@ -950,10 +976,9 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
         # row with a call of its own: [1,172,273,1] padded along its width, 47,644 rows of
         # one value, takes 612 us, along its height 9.8, 176 rows of 273; measured,
         # ai-edge-litert 2.3.0, x86)
-        padded = [i for i, (o, d) in enumerate(zip(yshape, xshape, strict=True)) if o != d]
-        last = padded[-1] if padded else len(yshape) - 1
-        if last == len(yshape) - 1:  # the innermost dimension padded: rows of it
-            last -= 1
+        last = _last_padded(xshape, yshape)
+        if last in (-1, len(yshape) - 1):  # the innermost dimension padded: rows of it
+            last = len(yshape) - 2
         g["rows"] = float(_numel(yshape[: last + 1]))
         g["red"] = float(_numel(yshape[last + 1 :]))
     elif cls == "slice" and yshape and len(yshape) == len(xshape):

@@ -339,8 +339,11 @@ def test_a_pads_rows_run_through_its_last_padded_dimension():
     # the channels (the innermost dimension): a row per pixel
     assert pad_rows((1, 16, 16, 3), (1, 16, 16, 8))[1:3] == (256, 8)
     assert pad_rows((1, 100), (1, 120))[1:3] == (1, 120)
-    # builtin kernels do not pad a row per call: no work units for them
-    assert pad_rows((1, 172, 273, 1), (1, 172, 309, 1), "builtin") == ("tfl.pad", 172 * 309, 1, 0)
+    # the builtin kernel copies a row before the last padded dimension at a time (6.4 us for
+    # that width pad, 394 along the channels): its work is those rows
+    assert pad_rows((1, 172, 273, 1), (1, 172, 309, 1), "builtin") == ("tfl.pad", 172 * 309, 1, 172)
+    assert pad_rows((1, 16, 16, 3), (1, 16, 16, 8), "builtin")[3] == 256
+    assert pad_rows((1, 172, 273, 8), (1, 176, 273, 8), "builtin")[3] == 1
 
 
 @pytest.mark.parametrize(("rate", "bins_read"), [(16000, 64), (8000, 127), (None, 64)])
