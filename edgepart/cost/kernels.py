@@ -992,12 +992,11 @@ def _geometry(s: OpSig, code: int) -> np.ndarray:
         g["red"] = float(run)
         g["rows"] = float(_numel(yshape) // run)
     elif name == "Mfcc" and len(yshape) >= 2 and xshape:
-        # per frame: a mel filterbank over the spectrogram's bins into "cin" channels, then a
-        # DCT of those to "cout" coefficients (TFLite's kernel also rebuilds both per call)
-        # "red" the bins its filterbank reads each frame: from the lower to the upper
-        # frequency limit (TFLite's MfccMelFilterbank, steps of rate / 2 / (bins - 1)); "w"
-        # all the bins (the filterbank is set up again for every bin on each call). The rate
-        # is an input: its value when constant, else 16 kHz (speech models' rate)
+        # per frame: a mel filterbank into "cin" channels over the "red" bins from the lower
+        # to the upper frequency limit (TFLite's MfccMelFilterbank: steps of rate / 2 /
+        # (bins - 1)), then a DCT of those to "cout" coefficients; "w" all the bins (the
+        # kernel sets both up again on each call, the filterbank bin by bin). The rate is an
+        # input: its value when constant, else 16 kHz (speech models' rate)
         bins = float(xshape[-1])
         rate = _fopt(s, "sample_rate", 16000.0) or 16000.0
         step = 0.5 * rate / max(bins - 1.0, 1.0)
