@@ -144,10 +144,11 @@ def _with_sample_rate(sg: Subgraph, op: int, o: dict[str, Any]) -> dict[str, Any
     if len(ins) < 2 or ins[1] < 0:
         return o
     t = sg.tensor(int(ins[1]))
-    if t.data is None or t.sparsity is not None or t.dtype.numpy is None:
+    try:
+        v = np.asarray(t.numpy()).reshape(-1)
+    except (ValueError, TypeError):  # not a constant, or its buffer does not hold its shape
         return o
-    v = np.asarray(t.numpy()).reshape(-1)
-    if v.size != 1 or v.dtype.kind not in "iu":
+    if t.sparsity is not None or v.size != 1 or v.dtype.kind not in "iu":
         return o
     return {**o, "sample_rate": int(v[0])}
 
