@@ -600,21 +600,28 @@ class ConfigPredictor:
     def _control_ops(self, k: Kernels, secs: np.ndarray) -> set[int]:
         """Replace the kernel-model seconds of control-flow kernels by the measured costs of
         the ops themselves (``control_s``): ``WHILE`` is its entry plus an iteration per trip
-        (a trip invokes the condition and the body: the body's multiplier), ``IF`` its entry.
-        Returns the kernels replaced."""
+        (a trip invokes the condition and the body: the body's multiplier), ``IF`` its entry;
+        each also pays ``subgraph_op`` per op of the subgraphs it calls (the condition and
+        the body, the branch), which LiteRT allocates and prepares again at every invocation
+        of the op and releases after it. Returns the kernels replaced."""
         replaced: set[int] = set()
         trips: dict[int, float] = {}
-        for kidx, _, mult in k.calls:
+        called_ops: dict[int, int] = {}
+        for kidx, sub, mult in k.calls:
             trips[kidx] = min(trips.get(kidx, mult), mult)
+            called_ops[kidx] = called_ops.get(kidx, 0) + len(sub.op_kernel)
+        per_op = self.control_s.get("subgraph_op", 0.0)
         for kidx, n in trips.items():
             code = int(k.features[kidx, _F["opcode"]])
             rep = float(k.repeat[kidx]) * self.latency_scale
+            prepare = per_op * called_ops[kidx]
             if code == _WHILE and "while" in self.control_s:
                 per = self.control_s["while"] + n * self.control_s.get("while_iteration", 0.0)
-                secs[kidx] = rep * per
+                secs[kidx] = rep * (per + prepare)
                 replaced.add(kidx)
             elif code == _IF and "if" in self.control_s:
-                secs[kidx] = rep * (self.control_s["if"] + self._if_copies_s(k.features[kidx]))
+                copies = self._if_copies_s(k.features[kidx])
+                secs[kidx] = rep * (self.control_s["if"] + copies + prepare)
                 replaced.add(kidx)
         return replaced
 

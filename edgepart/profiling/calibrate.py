@@ -65,6 +65,8 @@ from edgepart.profiling.kernel_gen import ChainSpec, build_chain, draw_specs
 from edgepart.profiling.timing import (
     LOOP_TRIPS,
     NODE_CHAIN,
+    WIDE_BODY_OPS,
+    WIDE_TRIPS,
     branch_model,
     delegate_nodes,
     fill_inputs,
@@ -543,6 +545,9 @@ class FixedSamplers:
     (slope: one such op). Those chains' intercept (``op_chain``) is the invocation of a plan
     that runs builtin kernels: on ai-edge-litert 2.3.0 it lies 80 to 90 ns above the empty
     invocation, in every configuration, while a plan of DELEGATE nodes alone does not pay it.
+    Loops whose body holds :data:`~edgepart.profiling.timing.WIDE_BODY_OPS` ops (intercept)
+    give what a loop's entry costs per op of its subgraphs: LiteRT prepares them again at
+    every invocation.
 
     The models are prepared once and sampled at several moments of a calibration (round-robin
     beside the chains): on a shared machine, a fixed cost timed at one moment is that moment's.
@@ -560,11 +565,15 @@ class FixedSamplers:
                 self.chains.append(s)
         self.loops = [prepare_sampler(loop_model(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
         self.adds = [prepare_sampler(int_op_chain(n), executor, threads, 1e-3) for n in LOOP_TRIPS]
+        self.wide = [
+            prepare_sampler(loop_model(n, WIDE_BODY_OPS), executor, threads, 1e-3)
+            for n in WIDE_TRIPS
+        ]
         self.branch = prepare_sampler(branch_model(), executor, threads, 1e-3)
 
     @property
     def samplers(self) -> tuple[Sampler, ...]:
-        return (self.empty, *self.chains, *self.loops, *self.adds, self.branch)
+        return (self.empty, *self.chains, *self.loops, *self.adds, *self.wide, self.branch)
 
     def costs(self, keep: set[int] | None = None) -> dict[str, Any] | None:
         """The fixed costs from the samples of rounds ``keep`` (None: too few samples)."""
@@ -584,6 +593,9 @@ class FixedSamplers:
             out["int_op"] = fit_slope(LOOP_TRIPS, as_).to_json()  # type: ignore[arg-type]
             out["op_chain"] = fit_intercept(LOOP_TRIPS, as_).to_json()  # type: ignore[arg-type]
             out["branch"] = bs.to_json()  # type: ignore[union-attr]
+        ws = [x.stats(keep) for x in self.wide]
+        if ws and all(x is not None for x in ws):
+            out["loop_wide"] = fit_intercept(WIDE_TRIPS, ws).to_json()  # type: ignore[arg-type]
         return out
 
 

@@ -43,6 +43,7 @@ from edgepart.cost.xnn_tasks import one_task_of
 from edgepart.errors import PredictorError, UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
 from edgepart.profiling.machine_state import Item, at_typical_state, slow_pool_batches
+from edgepart.profiling.timing import WIDE_BODY_OPS
 
 __all__ = ["fit_host_predictor"]
 
@@ -302,15 +303,26 @@ def _control_costs(
     fixed-cost measurements (:mod:`edgepart.profiling.timing`): the loop's
     intercept less the invocation (``invoke``: of a plan of builtin kernels) and its one
     condition op, its slope less the two ops of an iteration, the ``IF`` less the invocation
-    and its branch's op."""
+    and its branch's op.
+
+    With the loops of a wider body (``loop_wide``), also what an invocation of a ``WHILE`` or
+    ``IF`` costs per op of the subgraphs it calls (``subgraph_op``: LiteRT allocates and
+    prepares them again at every invocation and releases them after): the wide loop's
+    intercept above the one-op loop's, per extra op. The entries are then without their own
+    subgraphs' ops (the loop's condition and body, the branch), which the prediction adds back
+    op by op."""
     if not all(k in fx for k in ("loop", "loop_iteration", "int_op", "branch")):
         return {}
     op = get(Stats(**fx["int_op"]))
-    return {
-        "while": max(get(Stats(**fx["loop"])) - invoke - op, 0.0),
-        "while_iteration": max(get(Stats(**fx["loop_iteration"])) - 2 * op, 0.0),
-        "if": max(get(Stats(**fx["branch"])) - invoke - op, 0.0),
-    }
+    loop, branch = get(Stats(**fx["loop"])), get(Stats(**fx["branch"]))
+    out = {"while_iteration": max(get(Stats(**fx["loop_iteration"])) - 2 * op, 0.0)}
+    per_op = 0.0
+    if "loop_wide" in fx:
+        per_op = max((get(Stats(**fx["loop_wide"])) - loop) / (WIDE_BODY_OPS - 1), 0.0)
+        out["subgraph_op"] = per_op
+    out["while"] = max(loop - invoke - op - 2 * per_op, 0.0)
+    out["if"] = max(branch - invoke - op - per_op, 0.0)
+    return dict(sorted(out.items()))
 
 
 def _refuse_dropped(meas: Measurements, name: str, ex: str, n: int, need: int) -> None:

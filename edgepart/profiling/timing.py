@@ -51,6 +51,8 @@ from edgepart.tflite.writer import write_model
 __all__ = [
     "LOOP_TRIPS",
     "NODE_CHAIN",
+    "WIDE_BODY_OPS",
+    "WIDE_TRIPS",
     "Timer",
     "TimingConfig",
     "branch_model",
@@ -342,12 +344,21 @@ def overhead_model(delegate_node: bool = False, ops: int = 1) -> bytes:
 
 
 LOOP_TRIPS = (1, 2, 4, 8)
+# A loop whose body holds more ops, at a few trip counts: LiteRT's WHILE allocates its
+# condition's and body's tensors at every invocation and releases them after it (``Eval`` in
+# ``kernels/while.cc``: ``AllocateTensors`` before the loop, ``ReleaseMemory`` after, unless
+# the interpreter preserves all tensors), and the released subgraphs are prepared again, op by
+# op. Its intercept above the one-op loop's is that cost for the extra ops.
+WIDE_BODY_OPS = 9
+WIDE_TRIPS = (1, 2, 4)
 
 
-def loop_model(trips: int) -> bytes:
+def loop_model(trips: int, body_ops: int = 1) -> bytes:
     """A ``WHILE`` loop of ``trips`` iterations whose condition is one ``LESS`` of an int32
-    counter and a constant and whose body is one ``ADD`` to it: each iteration invokes two
-    subgraphs. Loops of several lengths give a loop's entry cost and an iteration's."""
+    counter and a constant and whose body is one ``ADD`` to it (and ``body_ops - 1`` more
+    ``ADD``s of zero): each iteration invokes two subgraphs. Loops of several lengths give a
+    loop's entry cost and an iteration's; bodies of several sizes what the entry costs per op
+    of the subgraphs it calls."""
     mb, g, a, x = _counter_model()
     y = g.tensor("y", DType.INT32, (1,))
     g.op("WHILE", [x], [y], options={"cond_subgraph_index": 1, "body_subgraph_index": 2})
@@ -357,7 +368,7 @@ def loop_model(trips: int) -> bytes:
     ok = cond.tensor("ok", DType.BOOL, (1,))
     cond.op("LESS", [ci, bound], [ok])
     cond.output(ok)
-    _increment_subgraph(mb, "body")
+    _increment_subgraph(mb, "body", extra=body_ops - 1)
     return _counter_output(mb, g, a, y)
 
 
@@ -395,13 +406,19 @@ def _counter_model() -> tuple[ModelBuilder, SubgraphBuilder, int, int]:
     return mb, g, a, g.constant("zero", np.array([0], np.int32))
 
 
-def _increment_subgraph(mb: ModelBuilder, name: str) -> None:
-    """A subgraph adding 1 to its int32 input."""
+def _increment_subgraph(mb: ModelBuilder, name: str, extra: int = 0) -> None:
+    """A subgraph adding 1 to its int32 input (then 0, ``extra`` times)."""
     sg = mb.subgraph(name)
     i = sg.input("i", DType.INT32, (1,))
     one = sg.constant("one", np.array([1], np.int32))
     out = sg.tensor("next", DType.INT32, (1,))
     sg.op("ADD", [i, one], [out])
+    if extra > 0:
+        zero = sg.constant("zero", np.array([0], np.int32))
+        for k in range(extra):
+            nxt = sg.tensor(f"next{k}", DType.INT32, (1,))
+            sg.op("ADD", [out, zero], [nxt])
+            out = nxt
     sg.output(out)
 
 

@@ -454,6 +454,33 @@ def test_control_flow_ops_cost_what_was_measured_plus_the_subgraphs_they_call():
     assert e2.by_type["tfl.other"] - e.by_type["tfl.other"] == pytest.approx(2e-5 * nbytes / 1e6)
 
 
+def test_control_flow_ops_pay_for_preparing_the_subgraphs_they_call_at_every_invocation():
+    """LiteRT's WHILE and IF allocate and prepare their subgraphs again at every invocation:
+    ``subgraph_op`` per op of the condition and body (the branch), not per iteration."""
+    from edgepart.cost.kernels import decompose
+    from edgepart.profiling.timing import WIDE_BODY_OPS, branch_model, loop_model
+    from edgepart.tflite.reader import read_model_bytes as read_model
+
+    coef = np.zeros(len(BASIS))
+    coef[0] = 1e-7
+    kms = {t: KernelModel(t, coef) for t in ("tfl.binary", "tfl.copy")}
+    cp = ConfigPredictor("builtin_1t", "builtin", 1, 3e-7, {}, kms)
+    Predictor("test device", "measured", "unit test", {"builtin_1t": cp})
+    narrow, wide = (decompose(read_model(loop_model(5, n)), "builtin") for n in (1, WIDE_BODY_OPS))
+    branch = decompose(read_model(branch_model()), "builtin")
+    base = {"while": 9e-7, "while_iteration": 3e-8, "if": 5e-7}
+    cp.control_s = dict(base)
+    before = [cp.model_seconds(m).seconds for m in (narrow, wide, branch)]
+    cp.control_s = {**base, "subgraph_op": 2e-7}
+    after = [cp.model_seconds(m).seconds for m in (narrow, wide, branch)]
+    # the condition's one op and the body's 1 or 9, once per invocation; the branch's one op
+    assert after[0] - before[0] == pytest.approx(2 * 2e-7)
+    assert after[1] - before[1] == pytest.approx((1 + WIDE_BODY_OPS) * 2e-7)
+    assert after[2] - before[2] == pytest.approx(2e-7)
+    # the wide body's extra ops also run at every one of the 5 iterations (kernels of 100 ns)
+    assert before[1] - before[0] == pytest.approx(5 * (WIDE_BODY_OPS - 1) * 1e-7)
+
+
 def test_control_flow_costs_round_trip_and_are_checked(tmp_path):
     p = simple_predictor()
     p.configs["xnnpack_1t"].control_s = {"if": 4.5e-7, "while": 8.5e-7, "while_iteration": 3e-8}

@@ -223,6 +223,31 @@ def test_tree_refits_are_byte_identical(small_measurements, tmp_path, family):
     assert fams <= {"linear", "gbt", "rf"} and (family == "auto" or fams == {family})
 
 
+def test_a_wider_loop_body_prices_preparing_a_called_op(small_measurements):
+    """Loops of a 9-op body are measured beside the one-op loops; their intercept above the
+    one-op loop's, per extra op, is what a WHILE or IF invocation pays per op of the
+    subgraphs it calls (LiteRT prepares them again each time), and comes off the entries."""
+    import copy
+
+    meas, _ = small_measurements
+    for cfg in ("builtin_1t", "xnnpack_1t"):
+        assert meas.fixed[cfg]["loop_wide"]["p10_s"] > 0
+    m = copy.deepcopy(meas)
+    loop = m.fixed["builtin_1t"]["loop"]
+    m.fixed["builtin_1t"]["loop_wide"] = {
+        k: (v + 8e-7 if k.endswith("_s") else v) for k, v in loop.items()
+    }
+    without = copy.deepcopy(m)
+    del without.fixed["builtin_1t"]["loop_wide"]
+    pa, _ = fit_host_predictor(m, family="linear", seed=0)
+    pb, _ = fit_host_predictor(without, family="linear", seed=0)
+    a, b = pa.configs["builtin_1t"].control_s, pb.configs["builtin_1t"].control_s
+    assert a["subgraph_op"] == pytest.approx(1e-7, rel=1e-6) and "subgraph_op" not in b
+    assert a["while"] == pytest.approx(max(b["while"] - 2e-7, 0.0))
+    assert a["if"] == pytest.approx(max(b["if"] - 1e-7, 0.0))
+    assert a["while_iteration"] == b["while_iteration"]
+
+
 def test_the_builtin_plan_cost_comes_off_the_chains_not_their_kernels(small_measurements):
     """The calibration measures the invocation of a plan of builtin ops (``op_chain``, the
     intercept of int32 ``ADD`` chains) beside the empty one; the fit charges the difference
@@ -453,11 +478,13 @@ def test_calibrate_host_end_to_end_within_its_budget(tmp_path, monkeypatch, caps
     pred = load_predictor(prof.latency_predictor)
     assert {c.executor for c in pred.configs.values()} == {"xnnpack", "builtin"}
     for c in pred.configs.values():
-        # measured control flow: an IF and a WHILE cost something, an iteration less than either
+        # measured control flow: an IF and a WHILE cost something, an iteration less than either,
+        # and preparing an op of the subgraphs they call again less than a microsecond
         cf = c.control_s
-        assert set(cf) == {"if", "while", "while_iteration"}
+        assert set(cf) == {"if", "subgraph_op", "while", "while_iteration"}
         assert 0 < cf["if"] < 1e-4 and 0 < cf["while"] < 1e-4
         assert 0 <= cf["while_iteration"] < min(cf["if"], cf["while"])
+        assert 0 <= cf["subgraph_op"] < 1e-6
 
 
 def test_pool_chains_never_pool_an_identity():
@@ -491,6 +518,7 @@ def test_fft_chains_run_in_litert():
 @pytest.mark.parametrize("trips", [1, 3, 8])
 def test_loop_models_run_their_trips(trips):
     from edgepart.profiling.timing import (
+        WIDE_BODY_OPS,
         branch_model,
         fill_inputs,
         int_op_chain,
@@ -500,6 +528,7 @@ def test_loop_models_run_their_trips(trips):
 
     for ex in ("xnnpack", "builtin"):
         for model, want in ((loop_model(trips), trips), (int_op_chain(trips), trips),
+                            (loop_model(trips, WIDE_BODY_OPS), trips),
                             (branch_model(), 1)):  # fmt: skip
             it = make_interpreter(model, ex, 1)
             fill_inputs(it, 0)
