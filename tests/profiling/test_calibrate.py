@@ -479,12 +479,12 @@ def test_calibrate_host_end_to_end_within_its_budget(tmp_path, monkeypatch, caps
     assert {c.executor for c in pred.configs.values()} == {"xnnpack", "builtin"}
     for c in pred.configs.values():
         # measured control flow: an IF and a WHILE cost something, an iteration less than either,
-        # and preparing an op of the subgraphs they call again less than a microsecond
+        # and preparing an op of the subgraphs they call again a few microseconds at most
         cf = c.control_s
         assert set(cf) == {"if", "subgraph_op", "while", "while_iteration"}
         assert 0 < cf["if"] < 1e-4 and 0 < cf["while"] < 1e-4
         assert 0 <= cf["while_iteration"] < min(cf["if"], cf["while"])
-        assert 0 <= cf["subgraph_op"] < 1e-6
+        assert 0 <= cf["subgraph_op"] < 5e-6
 
 
 def test_pool_chains_never_pool_an_identity():
