@@ -223,25 +223,30 @@ def test_tree_refits_are_byte_identical(small_measurements, tmp_path, family):
     assert fams <= {"linear", "gbt", "rf"} and (family == "auto" or fams == {family})
 
 
+def _fits_with_fixed_cost(meas, key, base, dt):
+    """Refits (linear, seed 0) of ``meas`` with builtin_1t's fixed cost ``key`` set to its
+    ``base`` cost plus ``dt`` seconds, and without ``key``; and the measurements refitted."""
+    import copy
+
+    m = copy.deepcopy(meas)
+    fx = m.fixed["builtin_1t"]
+    fx[key] = {k: (v + dt if k.endswith("_s") else v) for k, v in fx[base].items()}
+    without = copy.deepcopy(m)
+    del without.fixed["builtin_1t"][key]
+    pa, _ = fit_host_predictor(m, family="linear", seed=0)
+    pb, _ = fit_host_predictor(without, family="linear", seed=0)
+    return pa.configs["builtin_1t"], pb.configs["builtin_1t"], m
+
+
 def test_a_wider_loop_body_prices_preparing_a_called_op(small_measurements):
     """Loops of a 9-op body are measured beside the one-op loops; their intercept above the
     one-op loop's, per extra op, is what a WHILE or IF invocation pays per op of the
     subgraphs it calls (LiteRT prepares them again each time), and comes off the entries."""
-    import copy
-
     meas, _ = small_measurements
     for cfg in ("builtin_1t", "xnnpack_1t"):
         assert meas.fixed[cfg]["loop_wide"]["p10_s"] > 0
-    m = copy.deepcopy(meas)
-    loop = m.fixed["builtin_1t"]["loop"]
-    m.fixed["builtin_1t"]["loop_wide"] = {
-        k: (v + 8e-7 if k.endswith("_s") else v) for k, v in loop.items()
-    }
-    without = copy.deepcopy(m)
-    del without.fixed["builtin_1t"]["loop_wide"]
-    pa, _ = fit_host_predictor(m, family="linear", seed=0)
-    pb, _ = fit_host_predictor(without, family="linear", seed=0)
-    a, b = pa.configs["builtin_1t"].control_s, pb.configs["builtin_1t"].control_s
+    ca, cb, _ = _fits_with_fixed_cost(meas, "loop_wide", "loop", 8e-7)
+    a, b = ca.control_s, cb.control_s
     assert a["subgraph_op"] == pytest.approx(1e-7, rel=1e-6) and "subgraph_op" not in b
     assert a["while"] == pytest.approx(max(b["while"] - 2e-7, 0.0))
     assert a["if"] == pytest.approx(max(b["if"] - 1e-7, 0.0))
@@ -253,23 +258,12 @@ def test_the_builtin_plan_cost_comes_off_the_chains_not_their_kernels(small_meas
     intercept of int32 ``ADD`` chains) beside the empty one; the fit charges the difference
     to every chain running a builtin kernel (and takes it off the control-flow entries, whose
     models run builtin ops), so the kernels do not absorb it."""
-    import copy
-
     from edgepart.profiling.calibrate import chains_for
 
     meas, _ = small_measurements
     for cfg in ("builtin_1t", "xnnpack_1t"):
         assert meas.fixed[cfg]["op_chain"]["p10_s"] > 0
-    m = copy.deepcopy(meas)
-    inv = m.fixed["builtin_1t"]["invoke"]
-    m.fixed["builtin_1t"]["op_chain"] = {
-        k: (v + 1e-7 if k.endswith("_s") else v) for k, v in inv.items()
-    }
-    without = copy.deepcopy(m)
-    del without.fixed["builtin_1t"]["op_chain"]
-    pa, _ = fit_host_predictor(m, family="linear", seed=0)
-    pb, _ = fit_host_predictor(without, family="linear", seed=0)
-    a, b = pa.configs["builtin_1t"], pb.configs["builtin_1t"]
+    a, b, m = _fits_with_fixed_cost(meas, "op_chain", "invoke", 1e-7)
     assert a.builtin_plan_s == pytest.approx(1e-7, rel=1e-6) and b.builtin_plan_s == 0.0
     assert a.control_s["while"] == pytest.approx(max(b.control_s["while"] - 1e-7, 0.0))
     ks = [c.kernels["builtin"] for c, _ in chains_for(m, "builtin_1t")]
