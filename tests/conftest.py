@@ -28,17 +28,28 @@ if str(TOOLS_DIR) not in sys.path:
 import build_corpus  # noqa: E402  (needs TOOLS_DIR on sys.path)
 import real_models as real_models_tool  # noqa: E402  (the fixture below is named real_models)
 
-# The longest test files (seconds on one worker, 2-core Zen 3 guest, 2026-12-06: the random
-# memory plans 140-230 s; the sweep of real models 150-260 s, about 85 s alone since its
-# commands are forked from a helper with the CLI imported; the forced splits of the 400 MB
-# model 85 s; the fuzzer 115-170 s, 60 alone since two in three of its 10,000 cases run
-# untraced). Each worker takes whole files in collection order
-# (--dist loadfile), so these go first: a long file started last runs on alone at the end.
+# The longest test files, longest first (seconds of test time on one worker, 2-core Zen 3 guest,
+# 2026-12-06/07 runs: the random memory plans 230-245; the conversion matrix 220; the sweep of
+# real models 150-260, about 85 alone since its commands are forked from a helper with the CLI
+# imported; the calibration's fits 130; the forced splits of the 400 MB model 105-130; the
+# fuzzer 105-170; the phone profiles' rebuilt models 100; ruff, mypy and the import contracts
+# 80-90; the kill -9 tests 65; the 4,000-op graph's claim check 60; the corpus rebuild 50).
+# Each worker takes whole files (--dist loadfile) in collection order (--no-loadscope-reorder;
+# xdist's default order, most tests first, put the long files with few tests last, where one
+# ran on alone for up to three minutes while the other worker was idle), so the long ones go
+# first and the many short files even out the end.
 LONGEST_FIRST = (
     "tests/memory/test_memory_plan.py",
+    "tests/convert/test_convert.py",
     "tests/realworld/test_sweep.py",
+    "tests/profiling/test_calibrate.py",
     "tests/ir/test_split_corpus.py",
     "tests/tflite/test_fuzz.py",
+    "tests/profiling/test_phone_fit.py",
+    "tests/test_static_checks.py",
+    "tests/security/test_kill9.py",
+    "tests/claim/test_xnnpack_litert.py",
+    "tests/tools/test_build_corpus.py",
 )
 
 
