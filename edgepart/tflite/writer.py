@@ -113,8 +113,11 @@ def serialize(model: Model, *, offset_buffers: bool | None = None) -> list[Any]:
 
 def _overhead(model: Model) -> int:
     """A generous bound on the flatbuffer bytes besides constant data (tables, names, vtables)."""
-    items = len(model.buffers) + sum(sg.num_ops + 2 * sg.num_tensors for sg in model.subgraphs)
-    return (1 << 20) + 512 * items
+    return (1 << 20) + 512 * _items(model)
+
+
+def _items(model: Model) -> int:
+    return len(model.buffers) + sum(sg.num_ops + 2 * sg.num_tensors for sg in model.subgraphs)
 
 
 def _outside_buffers(model: Model) -> list[int]:
@@ -134,9 +137,17 @@ class _Writer:
         self.m = model
         self.layout = layout
         inline = int(model.buffers.length.sum()) if layout is None else 0
-        self.b = flatbuffers.Builder(max(1024, inline + 64 * (1 + len(model.buffers))))
+        # Room for everything at once: growing doubles the buffer and copies it, which for
+        # hundreds of megabytes of inline constants took longer than the rest of the write
+        # (tables take far less than 512 bytes an item; a small model that still outgrows
+        # this copies little). The size cannot change the bytes: flatbuffers lay out and
+        # align from the end.
+        room = inline + 4096 + 512 * _items(model)
+        self.b = flatbuffers.Builder(min(room, flatbuffers.Builder.MAX_BUFFER_SIZE))
 
-    def build(self) -> bytearray:
+    def build(self) -> memoryview:
+        """The finished flatbuffer: a view of the builder's memory (``Builder.Output`` would
+        copy it, and :func:`write_model` copies it once into its result anyway)."""
         m, b = self.m, self.b
         buffers = [self.buffer(i) for i in range(len(m.buffers))]
         subgraphs = [self.subgraph(sg) for sg in m.subgraphs]
@@ -164,8 +175,7 @@ class _Writer:
             fields["metadata_buffer"] = list(extra["metadata_buffer"])
         root = self.table("Model", fields)
         b.Finish(root, file_identifier=FILE_IDENTIFIER)
-        out: bytearray = b.Output()
-        return out
+        return memoryview(b.Bytes)[b.Head() :]
 
     # ------------------------------------------------------------------ model parts
     def buffer(self, i: int) -> int:
@@ -183,7 +193,7 @@ class _Writer:
         data = self.m.buffers.data(i)
         b.StartVector(1, n, _ALIGN)
         b.head = b.head - n
-        b.Bytes[b.head : b.head + n] = data.tobytes()
+        b.Bytes[b.head : b.head + n] = data.data  # one copy (tobytes made two)
         vec = b.EndVector()
         return self.table("Buffer", {"data": _Offset(vec)})
 
