@@ -150,22 +150,46 @@ def row_specs(model: Model, k: int, result: SweepResult) -> list[SplitSpec]:
     return specs
 
 
+@dataclass
+class Reference:
+    """The unsplit model's runs on the sweep's inputs: the same for every shard count, so the
+    shard counts of one model can share them (for a 400 MB model, writing it and running it
+    twice again per shard count took a fifth of its sweep)."""
+
+    model: Model
+    xs: list[np.ndarray]
+    xnnpack: Interpreter  # the outputs with XNNPACK
+    builtin: Interpreter  # every tensor's value with the builtin kernels
+
+
+def reference(path: Path) -> Reference:
+    """Read the model at ``path`` and run it unsplit on seeded inputs (see :func:`sweep`)."""
+    model = read_model(path)
+    src = write_model(model)
+    xs = inputs_for(Interpreter(model_content=src))
+    return Reference(model, xs, invoke(src, _XNNPACK, xs), invoke(src, _BUILTIN, xs))
+
+
 def sweep(
-    name: str, path: Path, k: int, *, rows: bool = True, rows_before: int | None = None
+    name: str,
+    path: Path,
+    k: int,
+    *,
+    rows: bool = True,
+    rows_before: int | None = None,
+    ref: Reference | None = None,
 ) -> SweepResult:
     """Run the sweep of one model for ``k`` shards (see the module docstring).
 
     ``rows_before`` keeps only the row splits and blocks whose ops all come before that op
     index (a sample for models whose every row split would take an hour: each is checked alone,
-    one whole-model run per layer); ``rows=False`` checks none.
+    one whole-model run per layer); ``rows=False`` checks none. ``ref`` is
+    ``reference(path)`` when the caller already has it (from another shard count).
     """
-    model = read_model(path)
+    if ref is None:
+        ref = reference(path)
+    model, xs, ref_x, ref_b = ref.model, ref.xs, ref.xnnpack, ref.builtin
     result = SweepResult(name, k)
-    src = write_model(model)
-    probe = Interpreter(model_content=src)
-    xs = inputs_for(probe)
-    ref_x = invoke(src, _XNNPACK, xs)
-    ref_b = invoke(src, _BUILTIN, xs)
     specs = exact_specs(model, k, result)
     result.exact_specs = specs
     if specs:
@@ -216,8 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     worst = 0.0
     for name in names:
         path = build_corpus.ensure(name, out_dir)
+        ref = reference(path)
         for k in (2, 3, 4):
-            r = sweep(name, path, k)
+            r = sweep(name, path, k, ref=ref)
             worst = max([worst, *r.row_errors.values()])
             row = max(r.row_errors.values(), default=float("nan"))
             print(
