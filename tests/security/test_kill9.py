@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from _kill import fork_cli, wait_or_kill
+from _kill import fork_cli, preload, wait_or_kill
 from sec_helpers import ROOT
 
 from edgepart.bundle import load_bundle
@@ -54,6 +54,7 @@ def _duration(args: list[str]) -> float:
 
 
 def test_kill9_during_partition(tmp_path, corpus):
+    preload("edgepart.api.placement")
     parent = tmp_path / "work"
     parent.mkdir()
     out = parent / "out"
@@ -95,6 +96,7 @@ def _models_of(path: Path) -> str:
 
 
 def test_kill9_during_profile(tmp_path, corpus):
+    preload("edgepart.api.profiling")
     parent = tmp_path / "work"
     parent.mkdir()
     out = parent / "table.json"
