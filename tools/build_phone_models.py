@@ -24,11 +24,13 @@ and, for the EfficientNet-Lite figures measured on a Pixel 4 (``tensorflow/tpu``
   scales them (no squeeze-and-excitation, ReLU6, the stem's 32 and the head's 1,280 channels
   and the first and last stages' repeats kept), written here.
 
-Each model is built in a child process (TensorFlow's process-global name counters would make
-a second build in one process differ) and cached in ``$EDGEPART_PHONE_MODELS_DIR`` or
-``~/.cache/edgepart/phone_models`` with ``manifest.json`` (sha256, size, op count). The
-published figures and their sources are in ``edgepart/data/latency/tflite_published_pixel.json``;
-``tools/fit_phone_profiles.py`` fits the Pixel profiles from both.
+Each model is built in a process of its own (TensorFlow's process-global name counters would
+make a second build in one process differ): a child imports TensorFlow once and forks one
+process per model to build, so the import is paid once per run, not once per model. Models are
+cached in ``$EDGEPART_PHONE_MODELS_DIR`` or ``~/.cache/edgepart/phone_models`` with
+``manifest.json`` (sha256, size, op count). The published figures and their sources are in
+``edgepart/data/latency/tflite_published_pixel.json``; ``tools/fit_phone_profiles.py`` fits
+the Pixel profiles from both.
 
 Usage::
 
@@ -46,6 +48,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -294,38 +297,89 @@ def _op_count(data: bytes) -> int:
 
 def ensure(name: str, *, force: bool = False) -> Path:
     """The cached model file, built in a child process if missing (or ``force``)."""
-    if name not in MODELS:
-        raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
-    d = out_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    return ensure_many([name], force=force)[name]
+
+
+def _cached(d: Path, name: str) -> bool:
     path = d / f"{name}.tflite"
-    man = manifest(d)
-    entry = man["models"].get(name)
-    if (
-        not force
-        and path.is_file()
+    entry = manifest(d)["models"].get(name)
+    return (
+        path.is_file()
         and entry is not None
         and entry.get("recipe_version") == RECIPE_VERSION
         and hashlib.sha256(path.read_bytes()).hexdigest() == entry.get("sha256")
-    ):
-        return path
-    with tempfile.TemporaryDirectory() as tmp:
-        tmpf = Path(tmp) / "m.tflite"
-        code = (
-            "import sys; sys.path.insert(0, sys.argv[1]); import build_phone_models as b; "
-            "open(sys.argv[3], 'wb').write(b.build(sys.argv[2]))"
-        )
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-        r = subprocess.run(
-            [sys.executable, "-c", code, str(Path(__file__).parent), name, str(tmpf)],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if r.returncode != 0 or not tmpf.is_file():
-            tail = (r.stderr or "").strip().splitlines()[-3:]
-            raise SystemExit(f"building {name} failed: {' | '.join(tail)}")
-        data = tmpf.read_bytes()
+    )
+
+
+def ensure_many(names: Sequence[str], *, force: bool = False) -> dict[str, Path]:
+    """The cached model files, the missing ones (all with ``force``) built by one child process
+    that imports TensorFlow once and forks a process per model (:func:`_build_forked`)."""
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise SystemExit(f"unknown model {unknown[0]!r}; known: {', '.join(MODELS)}")
+    d = out_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    todo = [n for n in dict.fromkeys(names) if force or not _cached(d, n)]
+    if todo:
+        with tempfile.TemporaryDirectory() as tmp:
+            files = {n: Path(tmp) / f"{n}.tflite" for n in todo}
+            code = (
+                "import sys; sys.path.insert(0, sys.argv[1]); import build_phone_models as b; "
+                "sys.exit(b._build_forked(sys.argv[2:]))"
+            )
+            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+            args = [a for n in todo for a in (n, str(files[n]))]
+            r = subprocess.run(
+                [sys.executable, "-c", code, str(Path(__file__).parent), *args],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            tail = " | ".join((r.stderr or "").strip().splitlines()[-3:])
+            for n in todo:  # the models built before a failure are kept; that one is named
+                if not files[n].is_file():
+                    raise SystemExit(f"building {n} failed: {tail}")
+                _install(d, n, files[n].read_bytes())
+            if r.returncode != 0:
+                raise SystemExit(f"building {', '.join(todo)} failed: {tail}")
+    return {n: d / f"{n}.tflite" for n in names}
+
+
+def _build_forked(args: Sequence[str]) -> int:
+    """Child process: import TensorFlow, then build each ``name dest`` pair of ``args`` in a
+    fork of this process (each build starts from the same fresh TensorFlow state, as in a
+    process of its own, without importing TensorFlow again: 8 s a model here). Stops at the
+    first failure (exit status 1, its traceback on stderr)."""
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    for name, dest in zip(args[::2], args[1::2], strict=True):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the build, never returning into the loop
+            status = 1
+            try:
+                part = Path(dest + ".part")  # a file at dest is a complete model
+                part.write_bytes(build(name))
+                os.replace(part, dest)
+                status = 0
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        _, wait_status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(wait_status) != 0:
+            return 1
+    return 0
+
+
+def _install(d: Path, name: str, data: bytes) -> None:
+    path = d / f"{name}.tflite"
     part = path.with_suffix(".part")
     part.write_bytes(data)
     os.replace(part, path)
@@ -341,11 +395,10 @@ def ensure(name: str, *, force: bool = False) -> Path:
     tmpm = d / "manifest.json.part"
     tmpm.write_text(json.dumps(man, indent=1, sort_keys=True) + "\n")
     os.replace(tmpm, d / "manifest.json")
-    return path
 
 
 def ensure_all(force: bool = False) -> dict[str, Path]:
-    return {n: ensure(n, force=force) for n in MODELS}
+    return ensure_many(MODELS, force=force)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         names = build_phone_models.MODELS
     full = names == build_phone_models.MODELS
     stored = {} if full else json.loads(TERMS_FILE.read_text())["terms"]
-    models = {n: read_model(build_phone_models.ensure(n)) for n in names}
+    models = {n: read_model(p) for n, p in build_phone_models.ensure_many(names).items()}
     terms: dict[str, dict[str, dict[str, dict[str, float | list[float]]]]] = {}
     changed = []
     for device in ("pixel3", "pixel4"):
