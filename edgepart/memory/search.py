@@ -18,7 +18,7 @@ seeded, so a run stopped by ``node_limit`` (not by time) is reproducible.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,13 +137,23 @@ def _attempts(
     engines: list[Engine] = [canonical_search]
     if c.intervals_only:
         engines.insert(0, skyline_search)
-    runs: list[tuple[Engine, np.ndarray, int]] = [
-        (e, c.preorder(h), base << rnd) for h in HEURISTICS for e in engines
-    ]
-    rng = np.random.default_rng([rnd, c.m, cap])
-    runs += [(e, rng.permutation(c.m), base) for _ in range(1 << rnd) for e in engines]
-    for engine, pre, limit in runs:
+    for engine, pre, limit in _runs(c, cap, rnd, base, engines):
         st, sol = engine(c, cap, pre, limit, clock)
         if st != ABORTED or clock.out_of_nodes():
             return st, sol
     return ABORTED, None
+
+
+def _runs(
+    c: Component, cap: int, rnd: int, base: int, engines: list[Engine]
+) -> Iterator[tuple[Engine, np.ndarray, int]]:
+    """The runs of one round, in order, made only when reached: most rounds end with the first
+    run (its engine finds a solution or proves the capacity infeasible in a few nodes), and the
+    seeded generator alone cost 32 us, the three preorders 45 us, per round."""
+    for h in HEURISTICS:
+        for e in engines:
+            yield e, c.preorder(h), base << rnd
+    rng = np.random.default_rng([rnd, c.m, cap])
+    for _ in range(1 << rnd):
+        for e in engines:
+            yield e, rng.permutation(c.m), base

@@ -6,9 +6,16 @@ import numpy as np
 import pytest
 from mem_problems import cut_rectangle, random_problem
 
-from edgepart.memory import check_plan, plan_arena
+from edgepart.memory import MemoryProblem, check_plan, plan_arena
 from edgepart.memory._arena import prepare
-from edgepart.memory.canonical import Clock, Component, canonical_search, components
+from edgepart.memory.canonical import (
+    Clock,
+    Component,
+    _ArrayDfs,
+    _ListDfs,
+    canonical_search,
+    components,
+)
 from edgepart.memory.search import improve
 from edgepart.memory.skyline import skyline_search
 
@@ -38,6 +45,42 @@ def test_both_engines_decide_like_each_other(engine: object) -> None:
             peak_here = int(plan_arena(p, time_limit=None).arenas["default"].size)
             if peak_here == int((sol + c.size).max()):
                 assert st_below == "infeasible"
+
+
+def test_list_and_array_states_search_the_same_nodes() -> None:
+    # Small components are searched with list state, large ones with arrays; both must expand
+    # the same nodes and return the same solutions, with fixed-offset obstacles and explicit
+    # conflicts (which turn temporal decomposition off) too.
+    rng = np.random.default_rng(5)
+    runs = {"found": 0, "infeasible": 0, "aborted": 0}
+    for k in range(30):
+        n = int(rng.integers(5, 40))
+        lo = rng.integers(0, 12, n)
+        fixed = np.full(n, -1)
+        if k % 2:
+            fixed[0] = 64 * int(rng.integers(0, 8))
+        p = MemoryProblem.from_arrays(
+            ids=range(n),
+            lower=lo,
+            upper=lo + rng.integers(1, 6, n),
+            size=rng.integers(1, 9, n) * 64 + rng.integers(0, 3, n),
+            alignment=rng.choice([8, 64], n),
+            fixed=fixed,
+            conflicts=[(0, n - 1)] if k % 3 == 0 else [],
+        )
+        a = prepare(p, "default")
+        for g in components(a):
+            c = Component(a, g)
+            for cap in (a.bound.lower_bound, a.bound.lower_bound * 21 // 20):
+                for pre in (c.preorder("WAT"), rng.permutation(c.m)):
+                    res = []
+                    for engine in (_ListDfs, _ArrayDfs):
+                        clock = Clock(None, None)
+                        st, sol = engine(c, cap, pre, 200, clock).run()
+                        res.append((st, None if sol is None else sol.tolist(), clock.nodes))
+                    assert res[0] == res[1], (k, cap)
+                    runs[res[0][0]] += 1
+    assert min(runs.values()) > 0, runs  # every outcome was compared
 
 
 def test_search_improves_greedy_and_stays_valid() -> None:
