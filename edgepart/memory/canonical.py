@@ -124,6 +124,19 @@ class Component:
         self.decompose = not bool((inside[ex[:, 0]] & inside[ex[:, 1]]).any()) if len(ex) else True
         self.minoff0_l = [self.bump(k, 0) if o else 0 for k, o in enumerate(self.obstacles)]
         self.minoff0 = np.array(self.minoff0_l, dtype=np.int64)
+        # Buffers covering each section, and the cap the unplaced floors need before anything
+        # is placed: max over sections of unplaced bytes + the lowest viable offset there.
+        self.cover: list[list[int]] = [[] for _ in range(self.n_sections)]
+        for k in range(m):
+            for sec in range(self.slo[k], self.shi[k]):
+                self.cover[sec].append(k)
+        self.root_need = max(
+            (min(self.minoff0_l[k] for k in cov) + t if cov else 0)
+            for cov, t in zip(self.cover, self.base_total_l, strict=True)
+        )
+        # Below this cap the search's root has no candidate (a buffer's lowest top, a
+        # section's bytes or its floor test is above it): infeasible without a node.
+        self.min_cap = max(self.root_need, int((self.minoff0 + self.size).max()))
         self.has_obstacle = np.array([bool(o) for o in self.obstacles], dtype=bool)
         self.nbr_has_obstacle = [bool(self.has_obstacle[nb].any()) for nb in self.nbrs]
         # Buffers with equal lifetime, size and alignment are interchangeable.
@@ -324,14 +337,22 @@ class _ListDfs(_Dfs[list[int], _ListUndo]):
                 eff.append(e if e > mo else mo)
         else:
             eff = [minoff[b] for b in unp]
-        top_eff = max([e + size[b] for e, b in zip(eff, unp, strict=True)])
-        if top_eff > cap:
+        if max([e + size[b] for e, b in zip(eff, unp, strict=True)]) > cap:
             return []
         # Section inference. Every section satisfies floor + unplaced <= cap (checked when its
         # floor was set) and a candidate's own sections have floors <= its offset, so placing at
         # ``o`` keeps this subproblem's sections feasible iff o + max(unplaced) <= cap.
         room = cap - max(self.total[s0:s1])
-        if room < 0 or not self._floors_ok(unp, eff, s0, s1, last_off < 0, room):
+        if room < 0:
+            return []
+        if last_off < 0:
+            # Nothing placed yet: the floors are a property of the component.
+            ok = cap >= self.c.root_need if not self.used else self._floors_ok(0, -1, 0, -1, -1)
+        else:
+            # Sections with at most cap - max(eff) unplaced bytes cannot fail the floor test.
+            over = cap - max(eff)
+            ok = over >= cap - room or self._floors_ok(s0, s1, over, last_off, last_pre)
+        if not ok:
             return []
         top = min([minoff[b] + size[b] for b in unp])
         cand = [
@@ -343,43 +364,36 @@ class _ListDfs(_Dfs[list[int], _ListUndo]):
             cand.sort(key=lambda b: (minoff[b], pre[b]))
         return cand
 
-    def _floors_ok(
-        self, unp: list[int], eff: list[int], s0: int, s1: int, root: bool, room: int
-    ) -> bool:
+    def _floors_ok(self, s0: int, s1: int, over: int, last_off: int, last_pre: int) -> bool:
         """Unallocated floor: in each section the lowest remaining buffer cannot go below its
         earliest offset, so floor = max(floor, that) and floor + unplaced bytes must fit.
 
-        At the root of a (sub)search every section of the component is checked: the last
-        placement may have left a sibling subproblem's section infeasible. Below the root only
-        this subproblem's sections ``[s0, s1)`` change (its unplaced members cover no other
-        section and state is restored between siblings), and they already satisfy
-        floor + unplaced <= cap, so when every earliest offset is within ``room`` (each section
-        then has a member that low) nothing needs checking."""
-        cap, total, floor = self.cap, self.total, self.floor
-        slo, shi = self.c.slo, self.c.shi
-        if root:
-            s0, s1 = 0, self.c.n_sections
-            earliest = self.minoff  # no last placement: every earliest offset is minoff
-            bufs = [b for b in range(self.c.m) if not self.placed[b]]
-        else:
-            if max(eff) <= room:
-                return True
-            earliest = self.minoff.copy()
-            for b, e in zip(unp, eff, strict=True):
-                earliest[b] = e
-            bufs = unp
-        low = [cap + 1] * (s1 - s0)
-        for b in bufs:
-            e = earliest[b]
-            for s in range(slo[b] - s0, shi[b] - s0):
-                if e < low[s]:
-                    low[s] = e
+        Every floor already fits (floor + unplaced <= cap), so a section fits iff some unplaced
+        buffer covering it can go at or below cap - unplaced: one found ends its scan. Only
+        sections ``[s0, s1)`` with more than ``over`` unplaced bytes are scanned: below the root
+        of a (sub)search only this subproblem's sections change (its unplaced members cover no
+        other section, and state is restored between siblings). At a root (``s1 < 0``) every
+        section is, as the last placement may have left a sibling subproblem's section
+        infeasible, and the earliest offsets are the lowest viable ones."""
+        c, cap, total = self.c, self.cap, self.total
+        placed, minoff, align, pre = self.placed, self.minoff, c.align_l, self.pre_l
+        if s1 < 0:
+            s0, s1, over = 0, c.n_sections, 0
         for s in range(s0, s1):
             t = total[s]
-            if t > 0:
-                lo, f = low[s - s0], floor[s]
-                if (lo if lo > f else f) + t > cap:
-                    return False
+            if t <= over:
+                continue
+            need = cap - t
+            for b in c.cover[s]:
+                if placed[b] or minoff[b] > need:
+                    continue
+                if last_off < 0:
+                    break
+                a = align[b]
+                if -(-(last_off + (pre[b] < last_pre)) // a) * a <= need:
+                    break
+            else:
+                return False
         return True
 
     def _apply(self, b: int, o: int) -> tuple[_ListUndo, bool]:
@@ -592,5 +606,9 @@ def canonical_search(
     c: Component, cap: int, pre: np.ndarray, limit: int, clock: Clock
 ) -> tuple[str, np.ndarray | None]:
     """Decide whether component ``c`` fits under ``cap`` with at most ``limit`` nodes."""
+    if cap < c.min_cap and not clock.expired():
+        # What the search would answer at its root (three in four of the bisection's runs on
+        # random instances), without setting it up.
+        return INFEASIBLE, None
     engine = _ListDfs if c.m <= LIST_MAX else _ArrayDfs
     return engine(c, cap, pre, limit, clock).run()
