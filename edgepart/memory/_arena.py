@@ -21,6 +21,10 @@ MAX_PAIRS = 12_000_000
 """Above this many conflicting pairs the adjacency is not materialized (memory); the greedy
 placers then find conflicts with a vectorized mask per placement and the search is skipped."""
 
+LIST_PAIRS = 400_000
+"""Up to this many adjacency entries the greedy placers also keep it as Python lists (tens of
+megabytes at most)."""
+
 
 @dataclass(eq=False)
 class Arena:
@@ -88,6 +92,16 @@ class Arena:
             key = np.unique(np.minimum(a, b) * self.n + np.maximum(a, b))
             a, b = key // self.n, key % self.n
         return _csr(np.concatenate([a, b]), np.concatenate([b, a]), self.n)
+
+    @cached_property
+    def adjacency_lists(self) -> list[list[int]] | None:
+        """The conflict adjacency as one Python list per buffer, or ``None`` above
+        :data:`LIST_PAIRS` entries (memory) or without materialized adjacency."""
+        adj = self.adjacency
+        if adj is None or len(adj[1]) > LIST_PAIRS:
+            return None
+        ptr, flat = adj[0].tolist(), adj[1].tolist()
+        return [flat[ptr[i] : ptr[i + 1]] for i in range(self.n)]
 
     @cached_property
     def extra_adjacency(self) -> tuple[np.ndarray, np.ndarray]:

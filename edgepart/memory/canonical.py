@@ -328,17 +328,24 @@ class _ListDfs(_Dfs[list[int], _ListUndo]):
             return None
         # Canonical order: what comes next sits at >= last_off, and at == last_off only with a
         # higher preorder rank; so that is where each unplaced member can go at the earliest.
+        # One that cannot go low enough to fit under the cap ends the node.
+        eff = []
         if last_off >= 0:
-            eff = []
             for b in unp:
                 a = align[b]
                 e = -(-(last_off + (pre[b] < last_pre)) // a) * a
                 mo = minoff[b]
-                eff.append(e if e > mo else mo)
+                if e < mo:
+                    e = mo
+                if e + size[b] > cap:
+                    return []
+                eff.append(e)
         else:
-            eff = [minoff[b] for b in unp]
-        if max([e + size[b] for e, b in zip(eff, unp, strict=True)]) > cap:
-            return []
+            for b in unp:
+                e = minoff[b]
+                if e + size[b] > cap:
+                    return []
+                eff.append(e)
         # Section inference. Every section satisfies floor + unplaced <= cap (checked when its
         # floor was set) and a candidate's own sections have floors <= its offset, so placing at
         # ``o`` keeps this subproblem's sections feasible iff o + max(unplaced) <= cap.
