@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import time
+from abc import ABC, abstractmethod
 from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
@@ -184,7 +185,7 @@ Members = TypeVar("Members", list[int], np.ndarray)
 Undo = TypeVar("Undo")
 
 
-class _Dfs(Generic[Members, Undo]):
+class _Dfs(ABC, Generic[Members, Undo]):
     """Decision search for one component under ``cap``; state is restored after every call.
 
     The driver; :class:`_ListDfs` and :class:`_ArrayDfs` hold the state and implement the
@@ -209,32 +210,35 @@ class _Dfs(Generic[Members, Undo]):
             sys.setrecursionlimit(old)
         return (FOUND, self._solution()) if ok else (INFEASIBLE, None)
 
+    @abstractmethod
     def _everyone(self) -> Members:
-        raise NotImplementedError
+        """Every member of the component, in the engine's own form."""
 
+    @abstractmethod
     def _solution(self) -> np.ndarray:
-        raise NotImplementedError
+        """The offsets found, per member."""
 
+    @abstractmethod
     def _offset(self, b: int) -> int:
         """The lowest viable offset of buffer ``b`` now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _candidates(
         self, members: Members, s0: int, s1: int, last_off: int, last_pre: int
     ) -> list[int] | None:
         """Next buffers to try, or ``None`` when every member is placed (solved)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _apply(self, b: int, o: int) -> tuple[Undo, bool]:
         """Place ``b`` at ``o``: what undoes it, and whether a time cut emptied."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _undo(self, u: Undo) -> None:
-        raise NotImplementedError
+        """Take back the placement ``u`` came from."""
 
+    @abstractmethod
     def _split(self, members: Members) -> list[tuple[Members, int, int]]:
         """Unplaced ``members`` grouped by the time cuts no unplaced buffer crosses any more."""
-        raise NotImplementedError
 
     def _count_node(self) -> None:
         self.used += 1
@@ -311,6 +315,7 @@ class _ListDfs(_Dfs[list[int], _ListUndo]):
         return list(range(self.c.m))
 
     def _solution(self) -> np.ndarray:
+        """The offsets found, per member."""
         return np.array(self.solution, dtype=np.int64)
 
     def _offset(self, b: int) -> int:
@@ -487,6 +492,7 @@ class _ArrayDfs(_Dfs[np.ndarray, _ArrayUndo]):
         return np.arange(self.c.m)
 
     def _solution(self) -> np.ndarray:
+        """The offsets found, per member."""
         return self.solution
 
     def _offset(self, b: int) -> int:
