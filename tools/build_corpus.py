@@ -1763,27 +1763,40 @@ def _zygote_main() -> int:
 
     for line in sys.stdin:
         req = json.loads(line)
-        pid = os.fork()
-        if pid == 0:  # grandchild: build, never return into the loop
-            status = 1
-            try:
-                fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                os.dup2(fd, 1)
-                os.dup2(fd, 2)
-                sys.stdin.close()
-                status = _worker(req["name"], req["dest"])
-            except BaseException:
-                import traceback
 
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(status)
+        def build(req: dict[str, str] = req) -> int:
+            fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            sys.stdin.close()
+            return _worker(req["name"], req["dest"])
+
+        pid = fork_child(build)
         print(json.dumps({"pid": pid}), flush=True)
         _, wait_status = os.waitpid(pid, 0)
         print(json.dumps({"status": os.waitstatus_to_exitcode(wait_status)}), flush=True)
     return 0
+
+
+def fork_child(work: Callable[[], int]) -> int:
+    """Fork; the child runs ``work`` (its traceback on stderr if it raises) and exits with its
+    status, never returning to the caller's code. The parent gets the child's pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            status = work()
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    return pid
 
 
 def _tail(path: Path, lines: int = 3) -> str:

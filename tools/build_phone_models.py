@@ -352,27 +352,17 @@ def _build_forked(args: Sequence[str]) -> int:
     first failure (exit status 1, its traceback on stderr)."""
     import keras  # noqa: F401
     import tensorflow  # noqa: F401
+    from build_corpus import fork_child  # this directory
 
     for name, dest in zip(args[::2], args[1::2], strict=True):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the build, never returning into the loop
-            status = 1
-            try:
-                part = Path(dest + ".part")  # a file at dest is a complete model
-                part.write_bytes(build(name))
-                os.replace(part, dest)
-                status = 0
-            except BaseException:
-                import traceback
 
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(status)
-        _, wait_status = os.waitpid(pid, 0)
+        def work(name: str = name, dest: str = dest) -> int:
+            part = Path(dest + ".part")  # a file at dest is a complete model
+            part.write_bytes(build(name))
+            os.replace(part, dest)
+            return 0
+
+        _, wait_status = os.waitpid(fork_child(work), 0)
         if os.waitstatus_to_exitcode(wait_status) != 0:
             return 1
     return 0
