@@ -28,28 +28,30 @@ if str(TOOLS_DIR) not in sys.path:
 import build_corpus  # noqa: E402  (needs TOOLS_DIR on sys.path)
 import real_models as real_models_tool  # noqa: E402  (the fixture below is named real_models)
 
-# The longest test files, longest first (seconds of test time on one worker, 2-core Zen 3 guest,
-# 2026-12-06/07 runs: the random memory plans 230-245; the conversion matrix 220; the sweep of
-# real models 150-260, about 85 alone since its commands are forked from a helper with the CLI
-# imported; the calibration's fits 130; the forced splits of the 400 MB model 105-130; the
-# fuzzer 105-170; the phone profiles' rebuilt models 100; ruff, mypy and the import contracts
-# 80-90; the kill -9 tests 65; the 4,000-op graph's claim check 60; the corpus rebuild 50).
-# Each worker takes whole files (--dist loadfile) in collection order (--no-loadscope-reorder;
-# xdist's default order, most tests first, put the long files with few tests last, where one
-# ran on alone for up to three minutes while the other worker was idle), so the long ones go
-# first and the many short files even out the end.
+# The longest test files, longest first (seconds of test time on one of two workers, fresh
+# clone, 2-core Zen 3 guest, 2026-12-07: the conversion matrix 251; the calibration's fits 179;
+# the random memory plans 178; the sweep of real models 164, its commands forked from a helper
+# with the CLI imported; the fuzzer 116; the failure-path sweep 92; the forced splits of the
+# 400 MB model 74; the corpus rebuild 68; the phone profiles' rebuilt models 58; the kill -9
+# tests 58; placement at scale 52; the model-size bounds 47; ruff, mypy and the import
+# contracts 42). Each worker takes whole files (--dist loadfile) in collection order
+# (--no-loadscope-reorder; xdist's default order, most tests first, put the long files with
+# few tests last, where one ran on alone for up to three minutes while the other worker was
+# idle), so the long ones go first and the many short files even out the end.
 LONGEST_FIRST = (
-    "tests/memory/test_memory_plan.py",
     "tests/convert/test_convert.py",
-    "tests/realworld/test_sweep.py",
     "tests/profiling/test_calibrate.py",
-    "tests/ir/test_split_corpus.py",
+    "tests/memory/test_memory_plan.py",
+    "tests/realworld/test_sweep.py",
     "tests/tflite/test_fuzz.py",
-    "tests/profiling/test_phone_fit.py",
-    "tests/test_static_checks.py",
-    "tests/security/test_kill9.py",
-    "tests/claim/test_xnnpack_litert.py",
+    "tests/realworld/test_failures.py",
+    "tests/ir/test_split_corpus.py",
     "tests/tools/test_build_corpus.py",
+    "tests/profiling/test_phone_fit.py",
+    "tests/security/test_kill9.py",
+    "tests/placement/test_scale.py",
+    "tests/security/test_model_bounds.py",
+    "tests/test_static_checks.py",
 )
 
 
