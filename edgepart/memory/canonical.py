@@ -315,7 +315,6 @@ class _ListDfs(_Dfs[list[int], _ListUndo]):
         return list(range(self.c.m))
 
     def _solution(self) -> np.ndarray:
-        """The offsets found, per member."""
         return np.array(self.solution, dtype=np.int64)
 
     def _offset(self, b: int) -> int:
@@ -492,7 +491,6 @@ class _ArrayDfs(_Dfs[np.ndarray, _ArrayUndo]):
         return np.arange(self.c.m)
 
     def _solution(self) -> np.ndarray:
-        """The offsets found, per member."""
         return self.solution
 
     def _offset(self, b: int) -> int:
