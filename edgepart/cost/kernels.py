@@ -54,7 +54,9 @@ XNNPACK pads one row per call, so an ``xnn.pad``'s MACs are its rows (a one-chan
 padded along its width, 47,644 rows, took 612 us; along its height, 176 rows, 9.8); a
 concatenation or split copies one run per piece per row before its axis, builtin and XNNPACK
 alike, so its MACs are those copies (17 inputs of 1 to 3 channels on a 192 x 96 image, 313,344
-copies of 2.9 MB, took 1.6 ms; the same bytes joined along the height, 112 us).
+copies of 2.9 MB, took 1.6 ms; the same bytes joined along the height, 112 us); a slice's are
+its contiguous runs, and those of LiteRT's builtin ``STRIDED_SLICE``, which moves one element
+at a time, its elements.
 
 Control flow: ``IF`` costs its dearer branch, ``WHILE`` its condition and body once per
 iteration (the trip count is read from the loop when it is a constant bound, else one
@@ -475,7 +477,7 @@ def decompose(
             feats[k, F["macs"]] = feats[k, F["rows"]]
         elif t == "tfl.pad" and hnames[k] in ("PAD", "PADV2"):
             feats[k, F["macs"]] = _builtin_pad_rows(sg, int(khead[k]))
-        elif t.partition(".")[0] in ("xnn", "tfl") and _plain_class(t) in _PIECEWISE:
+        elif t.partition(".")[0] in ("xnn", "tfl") and _class_of_type(t) in _PIECEWISE:
             # a concatenation or split copies one run per piece per row before its axis:
             # a call each, about 5 ns on x86 (builtin and XNNPACK alike), whatever the bytes
             feats[k, F["macs"]] = feats[k, F["rows"]] * feats[k, F["n_in"]]
@@ -870,8 +872,9 @@ def _split_axis(xshape: tuple[int, ...], pieces: list[tuple[int, ...]]) -> int:
     return 0
 
 
-def _plain_class(t: str) -> str:
-    return t.partition(".")[2].removesuffix("_q8")
+def _class_of_type(t: str) -> str:
+    """``tfl.concat_q8`` -> ``concat``."""
+    return t.partition(".")[2].partition("_")[0]
 
 
 def _builtin_pad_rows(sg: Subgraph, op: int) -> float:
