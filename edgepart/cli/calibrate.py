@@ -231,8 +231,8 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
         )
         print(f"\n{r.config}: {r.chains} chains, {r.kernels} kernels; held-out chain error: {fams}")
         print(f"  chosen: {r.family}")
-        if r.machine_state:
-            ms = r.machine_state
+        ms = r.machine_state or {}
+        if "speed_q10" in ms:
             print(
                 f"  chain times brought to the typical machine state: the canary ran at "
                 f"{ms['speed_q10']:.3f}..{ms['speed_q90']:.3f} of typical (p10..p90), chains "
@@ -243,6 +243,12 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
                     f"  {ms['slow_pool_batches']:.0f} of {ms['batches']:.0f} batches left out: "
                     f"measured while the thread pool was slow to wake"
                 )
+        if "calm_pool_median_factor" in ms:
+            print(
+                f"  and brought to a calm thread pool: divided by "
+                f"{ms['calm_pool_median_factor']:.3f} (median), {ms['calm_pool_q90_factor']:.3f} "
+                f"(90th percentile)"
+            )
         if r.reference:
             print(
                 f"  fitted against {r.reference}: per kernel type, a fixed cost plus a scale of "

@@ -16,7 +16,8 @@ one-thread models as they are, in the fit and in every prediction (``one_task_co
 Before the fit, every chain's time is brought to the calibration's typical machine state
 (:mod:`edgepart.profiling.machine_state`: its batch's canary speed, to the power fitted per
 configuration), and a configuration of several threads leaves out the batches measured while
-its thread pool was slow to wake (``slow_pool_batches``).
+its thread pool was slow to wake (``slow_pool_batches``) and brings the rest to a calm pool
+(``at_calm_pool``: whole models timed over minutes find it so).
 
 The result depends only on the measurements, the statistic, the family and the seed.
 """
@@ -42,7 +43,12 @@ from edgepart.cost.stats import STAT_GETTERS, Stats
 from edgepart.cost.xnn_tasks import one_task_of
 from edgepart.errors import PredictorError, UsageError
 from edgepart.profiling.calibrate import Measurements, chains_for, config_name, summarize_load
-from edgepart.profiling.machine_state import Item, at_typical_state, slow_pool_batches
+from edgepart.profiling.machine_state import (
+    Item,
+    at_calm_pool,
+    at_typical_state,
+    slow_pool_batches,
+)
 from edgepart.profiling.timing import WIDE_BODY_OPS
 
 __all__ = ["fit_host_predictor"]
@@ -71,6 +77,7 @@ def fit_host_predictor(
     configs: dict[str, ConfigPredictor] = {}
     reports: list[FitReport] = []
     one_thread: dict[str, dict[int, Item]] = {}  # per executor, its one-thread items by chain
+    one_typical: dict[str, dict[int, Item]] = {}  # the same at the typical machine state
     # the widest one-row GEMM XNNPACK runs as one task here, by kernel type suffix (gemm_tiles;
     # none in measurements taken before the probe existed: the safe widths of xnn_tasks)
     widths = {str(k): float(v) for k, v in meas.host.get("gemm_task_outputs", {}).items()}
@@ -112,6 +119,15 @@ def fit_host_predictor(
         items, state = at_typical_state(meas, [c.batch for c, _ in timed], items, th)
         if state is not None and slow_pool:
             state = replace(state, slow_pool=len(slow_pool))
+        calm = None
+        if th == 1:
+            one_typical[ex] = {id(c): it for (c, _), it in zip(timed, items, strict=True)}
+        elif ex in one_typical:
+            # and with the thread pool as calm as whole models find it (machine_state)
+            one = one_typical[ex]
+            items, calm = at_calm_pool(
+                [c.batch for c, _ in timed], items, [one.get(id(c)) for c, _ in timed]
+            )
         fallback = None
         if ex != "builtin":
             cands = [t for e, t in meas.configs if e == "builtin"]
@@ -165,6 +181,9 @@ def fit_host_predictor(
             name, d, family=family, seed=seed, folds=folds, bags=bags, progress=progress
         )
         rep.machine_state = state.to_json() if state is not None else None
+        if calm is not None:
+            rep.machine_state = {**(rep.machine_state or {}),
+                                 **{f"calm_pool_{k}": v for k, v in calm.items()}}  # fmt: skip
         if ext is not None and qd8_items:
             slow = after_qd8_models(qd8_items, models, ext)
             models.update(slow)

@@ -39,6 +39,15 @@ error under a plain linear fit on several threads less its log error on one (wha
 contains and the machine's speed cancel), the median per batch, and the batches far above the
 typical one. They are left out of that configuration's fit (seed 0 of 2026-12-05: 75 of 599
 batches, 1,198 of 9,557 chains).
+
+Below that threshold the pool's state is a continuum: on a 2-core Zen 3 guest (2026-12-07) the
+batches' medians spread from -6% (10th percentile) to +9% (90th) around the typical batch, and
+chains rebuilt from the calibration and timed steadily for a second ran on two threads at 0.57
+of their one-thread time where the calibration's batches had measured 0.60. Whole models timed
+over minutes find the pool calm; a fit of the typical batch priced their two-thread time 5 to
+9% high. :func:`at_calm_pool` brings every chain of a multi-thread configuration to the level
+of the calm batches (the lower quarter of the batches' medians): each chain's time is divided
+by how far its batch's median is above that level (never multiplied).
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ from edgepart.profiling.calibrate import Measurements
 
 __all__ = [
     "StateCorrection",
+    "at_calm_pool",
     "at_typical_state",
     "batch_speeds",
     "slow_pool_batches",
@@ -73,6 +83,8 @@ ALPHA_RANGE = (0.0, 3.0)
 POOL_Z = 4.0
 POOL_MIN_LOG = 0.05
 POOL_MIN_CHAINS = 4
+# the calm thread pool, as a quantile of the batches' pool medians (at_calm_pool)
+CALM_POOL_QUANTILE = 0.25
 
 Item = tuple[Kernels, float, float, str | None]
 
@@ -153,6 +165,52 @@ def at_typical_state(
     return out, StateCorrection(alpha, len(table), float(q10), float(q90))
 
 
+def _pool_medians(
+    batches: Sequence[int], items: Sequence[Item], one: Sequence[Item | None]
+) -> dict[int, float]:
+    """Per batch of at least ``POOL_MIN_CHAINS`` chains measured on one thread too, the median
+    over its chains of their log error under a plain linear fit on several threads less their
+    log error on one (``{}`` when too few chains or batches)."""
+    both = [(b, it, o) for b, it, o in zip(batches, items, one, strict=True) if o is not None]
+    if len(both) < 3 * POOL_MIN_CHAINS:
+        return {}
+    multi = _log_residuals([it for _, it, _ in both])
+    single = _log_residuals([o for _, _, o in both])
+    per: dict[int, list[float]] = {}
+    for (b, _, _), x in zip(both, multi - single, strict=True):
+        per.setdefault(int(b), []).append(float(x))
+    med = {b: float(np.median(v)) for b, v in per.items() if len(v) >= POOL_MIN_CHAINS}
+    return med if len(med) >= 3 else {}
+
+
+def at_calm_pool(
+    batches: Sequence[int], items: Sequence[Item], one: Sequence[Item | None]
+) -> tuple[list[Item], dict[str, float] | None]:
+    """``items`` (a multi-thread configuration's chains, measured in ``batches``; ``one[i]``
+    the same chain on one thread, both at the typical machine state) with each chain's time
+    brought to a calm thread pool (module docstring), and what was applied (``None``:
+    nothing).
+
+    A batch's pool factor is its median of the chains' log error on several threads less on
+    one (:func:`_pool_medians`) above :data:`CALM_POOL_QUANTILE` of all batches' medians; a
+    chain's time is divided by it, never multiplied. Chains of batches too small to judge are
+    divided by the typical batch's factor."""
+    med = _pool_medians(batches, items, one)
+    if not med:
+        return list(items), None
+    vals = np.array(list(med.values()))
+    calm = float(np.quantile(vals, CALM_POOL_QUANTILE))
+    typical = max(float(np.median(vals)) - calm, 0.0)
+    logs = np.array([max(med[int(b)] - calm, 0.0) if int(b) in med else typical for b in batches])
+    out = [(k, total * float(np.exp(-x)), fixed, homo)
+           for (k, total, fixed, homo), x in zip(items, logs, strict=True)]  # fmt: skip
+    return out, {
+        "quantile": CALM_POOL_QUANTILE,
+        "median_factor": float(np.exp(np.median(logs))) if len(logs) else 1.0,
+        "q90_factor": float(np.exp(np.quantile(logs, 0.9))) if len(logs) else 1.0,
+    }
+
+
 def slow_pool_batches(
     batches: Sequence[int], items: Sequence[Item], one: Sequence[Item | None]
 ) -> set[int]:
@@ -164,16 +222,8 @@ def slow_pool_batches(
     on one (what the chain's content and the machine's speed explain cancels); per batch the
     median of that; a batch far above the typical batch (``POOL_Z`` robust deviations, and
     at least ``POOL_MIN_LOG``) ran while waking the pool cost several times its usual."""
-    both = [(b, it, o) for b, it, o in zip(batches, items, one, strict=True) if o is not None]
-    if len(both) < 3 * POOL_MIN_CHAINS:
-        return set()
-    multi = _log_residuals([it for _, it, _ in both])
-    single = _log_residuals([o for _, _, o in both])
-    per: dict[int, list[float]] = {}
-    for (b, _, _), x in zip(both, multi - single, strict=True):
-        per.setdefault(int(b), []).append(float(x))
-    med = {b: float(np.median(v)) for b, v in per.items() if len(v) >= POOL_MIN_CHAINS}
-    if len(med) < 3:
+    med = _pool_medians(batches, items, one)
+    if not med:
         return set()
     vals = np.array(list(med.values()))
     centre = float(np.median(vals))

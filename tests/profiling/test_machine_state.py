@@ -7,7 +7,12 @@ import pytest
 
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.profiling.calibrate import Measurements
-from edgepart.profiling.machine_state import at_typical_state, batch_speeds, slow_pool_batches
+from edgepart.profiling.machine_state import (
+    at_calm_pool,
+    at_typical_state,
+    batch_speeds,
+    slow_pool_batches,
+)
 
 MACS = FEATURES.index("macs")
 INVOKE = 5e-7
@@ -122,6 +127,37 @@ def test_chains_not_measured_on_one_thread_are_not_judged():
     assert slow_pool_batches(where, two, cut) == set()
 
 
+def test_chains_of_batches_whose_pool_ran_slower_are_brought_to_the_calm_pool():
+    """Two threads' speed drifts from batch to batch (a continuum, not only the outliers
+    slow_pool_batches leaves out): every batch is brought to the level of the calm quarter
+    of the batches, so the chains agree with one another and with the calm pool."""
+    rng = np.random.default_rng(3)
+    where, two, one = _pool_world(set(), wake=0.0, batches=40)
+    slowdown = {b: float(np.exp(abs(rng.normal(0.0, 0.08)))) for b in range(40)}
+    drifted = [(k, t * slowdown[b], f, h) for (k, t, f, h), b in zip(two, where, strict=True)]
+    out, calm = at_calm_pool(where, drifted, one)
+    calm_level = np.quantile(list(slowdown.values()), 0.25)
+    assert calm is not None and calm["quantile"] == 0.25
+    typical = np.median([slowdown[b] for b in where]) / calm_level
+    assert calm["median_factor"] == pytest.approx(typical, rel=0.02)
+    before = np.array([t for _, t, _, _ in drifted]) / np.array([t for _, t, _, _ in two])
+    after = np.array([t for _, t, _, _ in out]) / np.array([t for _, t, _, _ in two])
+    # each batch's own factor is taken out, to within the 3% noise of its 16 chains
+    assert np.std(np.log(after)) < 0.5 * np.std(np.log(before))
+    assert np.median(after) == pytest.approx(calm_level, rel=0.03)
+    # a chain is divided by its batch's factor, never multiplied
+    assert (after <= before + 1e-12).all()
+
+
+def test_a_steady_pool_is_left_nearly_as_it_is_and_no_one_thread_times_leave_it_alone():
+    where, two, one = _pool_world(set(), wake=4e-6)
+    out, calm = at_calm_pool(where, two, one)
+    assert calm is not None and calm["median_factor"] < 1.03
+    ratio = np.array([a[1] / b[1] for a, b in zip(out, two, strict=True)])
+    assert ((ratio > 0.95) & (ratio <= 1.0)).all()
+    assert at_calm_pool(where, two, [None] * len(one)) == (two, None)
+
+
 def test_the_multi_thread_fit_leaves_the_slow_pool_batches_out():
     """fit_host_predictor, on chains measured on one thread and two: the two-thread fit drops
     the planted slow batches (its report says how many), and the one-thread fit keeps all."""
@@ -147,3 +183,8 @@ def test_the_multi_thread_fit_leaves_the_slow_pool_batches_out():
     by = {r.config: r for r in reports}
     assert by["xnnpack_2t"].chains == 16 * (12 - len(slow))
     assert by["xnnpack_1t"].chains == 16 * 12
+    # the kept two-thread chains were brought to the calm pool, and the report says by how much
+    state = by["xnnpack_2t"].machine_state
+    assert state is not None and state["calm_pool_quantile"] == 0.25
+    assert 1.0 <= state["calm_pool_median_factor"] < 1.05
+    assert by["xnnpack_1t"].machine_state is None
