@@ -206,8 +206,8 @@ def at_calm_pool(
            for (k, total, fixed, homo), x in zip(items, logs, strict=True)]  # fmt: skip
     return out, {
         "quantile": CALM_POOL_QUANTILE,
-        "median_factor": float(np.exp(np.median(logs))) if len(logs) else 1.0,
-        "q90_factor": float(np.exp(np.quantile(logs, 0.9))) if len(logs) else 1.0,
+        "median_factor": float(np.exp(np.median(logs))),
+        "q90_factor": float(np.exp(np.quantile(logs, 0.9))),
     }
 
 

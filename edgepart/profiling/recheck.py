@@ -15,7 +15,10 @@ seeded choice among those measured on every configuration), times them again wit
 calibration's sampler (interleaved, a fresh random order per round: :mod:`.whole`) and
 compares each with its calibration time brought to the calibration's typical machine state
 (:mod:`.machine_state`: the batch's canary speed to the power the fit found), the level the
-predictor was fitted at. The median of ``now / then`` over the chains is the configuration's
+predictor was fitted at. (A configuration of several threads was fitted a little lower, at a
+calm thread pool, :func:`.machine_state.at_calm_pool`; its chains are timed now as the
+calibration timed them, so ``now / then`` is still the machine's drift, like against like.)
+The median of ``now / then`` over the chains is the configuration's
 *latency scale*; :func:`apply_recheck` stores it in the predictor
 (:attr:`edgepart.cost.predictor.ConfigPredictor.latency_scale`), which multiplies every
 prediction of the configuration by it and says so in each estimate's notes. Nothing fitted

@@ -149,7 +149,7 @@ def test_chains_of_batches_whose_pool_ran_slower_are_brought_to_the_calm_pool():
     assert (after <= before + 1e-12).all()
 
 
-def test_a_steady_pool_is_left_nearly_as_it_is_and_no_one_thread_times_leave_it_alone():
+def test_a_steady_pool_is_left_nearly_as_it_is_and_nothing_moves_without_one_thread_times():
     where, two, one = _pool_world(set(), wake=4e-6)
     out, calm = at_calm_pool(where, two, one)
     assert calm is not None and calm["median_factor"] < 1.03
