@@ -38,6 +38,8 @@ import os
 import platform
 import time
 import warnings
+import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -282,6 +284,11 @@ def load_measurements(path: str | os.PathLike[str]) -> Measurements:
     except (OSError, ValueError, KeyError) as err:
         raise PredictorError(
             f"{p}: not an edgepart calibration measurements file ({err})"
+        ) from None
+    except (zipfile.BadZipFile, zlib.error, EOFError) as err:  # a cut or damaged archive
+        raise PredictorError(
+            f"{p}: the calibration measurements file is truncated or corrupted ({err}); pass "
+            "the host.measurements.npz that `edgepart calibrate --host` wrote, or measure again"
         ) from None
     if header.get("format") != MEASUREMENTS_FORMAT:
         raise PredictorError(f"{p}: not an edgepart calibration measurements file")

@@ -331,6 +331,16 @@ def test_calibrate_cli_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "not an edgepart calibration measurements file" in err and err.count("\n") == 1
     assert "not an .npz archive" in err and "pickle" not in err  # no advice to load it unsafely
+    # an archive cut short (a copy interrupted): one line, status 2, nothing written
+    good = tmp_path / "good.npz"
+    np.savez_compressed(good, header=np.frombuffer(b"{}", np.uint8), k_feat=np.zeros(5000))
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--host", "--fit-only", str(cut), "--predictor-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "truncated or corrupted" in err and str(cut) in err and err.count("\n") == 1
+    assert not out.exists()
     assert main(["calibrate", "--host", "--budget", "0.1"]) == 2
     assert "need at least half a minute" in capsys.readouterr().err
 
