@@ -253,10 +253,11 @@ def predictor_mode(args: argparse.Namespace) -> int:
         checks = recheck(load_measurements(args.probe), pred)
         apply_recheck(pred, checks)
         print(
-            "re-checked before the runs (the calibration's chains now / then, the predictions' "
-            "scale, its quartiles): "
+            "re-checked before the runs (the calibration's chains now / then, its quartiles; "
+            "applied to the predictions if a steady shift of over 5%): "
             + ", ".join(
-                f"{c} {k.scale:.3f} ({k.q25:.3f}..{k.q75:.3f}{', unsteady' if k.unsteady else ''})"
+                f"{c} {k.scale:.3f} ({k.q25:.3f}..{k.q75:.3f}{', unsteady' if k.unsteady else ''}"
+                f", {'applied' if k.applies else 'not applied'})"
                 for c, k in sorted(checks.items())
             )
         )

@@ -34,7 +34,7 @@ from edgepart.profiling.host_calibration import (
     refit,
 )
 from edgepart.profiling.model_estimate import EstimateReport, estimate_file
-from edgepart.profiling.recheck import RECHECK_CHAINS, Recheck
+from edgepart.profiling.recheck import MIN_SHIFT, RECHECK_CHAINS, Recheck
 from edgepart.profiling.table_fit import predictor_from_tables
 from edgepart.tflite.reader import read_model
 
@@ -164,11 +164,13 @@ def calibrate_host(
 
 @dataclass
 class PredictorRecheck:
-    """What :func:`recheck_host` measured (per configuration) and wrote."""
+    """What :func:`recheck_host` measured (per configuration) and wrote; ``min_shift``: the
+    least shift either way it applies (:attr:`Recheck.applies`)."""
 
     predictor: Predictor
     checks: dict[str, Recheck]
     files: list[Path] = field(default_factory=list)
+    min_shift: float = MIN_SHIFT
 
 
 def recheck_host(
@@ -186,9 +188,12 @@ def recheck_host(
     model two hours after its calibration). ``chains`` of the calibration's own chains are
     timed again (about ten seconds); the median of their new time over their
     calibration time, per configuration, becomes that configuration's ``latency_scale``,
-    which multiplies all its predictions (each estimate notes it). Nothing fitted changes; a
-    later re-check replaces the scale. No model is timed: the chains are generated kernel
-    configurations.
+    which multiplies all its predictions (each estimate notes it), when it is a shift of more
+    than 5% either way measured while the machine held steady (:attr:`Recheck.applies`; a
+    smaller one is the machine's swing from minute to minute, gone by the time the
+    predictions are used: the scale stays 1 and the re-check is recorded). Nothing fitted
+    changes; a later re-check replaces the scale. No model is timed: the chains are
+    generated kernel configurations.
 
     Parameters
     ----------

@@ -24,6 +24,15 @@ The median of ``now / then`` over the chains is the configuration's
 prediction of the configuration by it and says so in each estimate's notes. Nothing fitted
 changes: a later recheck replaces the scale, a refit drops it.
 
+A scale is applied only when it tells a shift apart from the machine's swing from one minute
+to the next (:attr:`Recheck.applies`): more than :data:`MIN_SHIFT` either way, measured while
+the machine held steady. Ten seconds measure the moment they run in. Re-checks of 0.85 and
+0.90, steady, held for the runs that followed and brought 28 to 52 points of models back
+within 10%; re-checks of 1.03 and 1.05 (two threads unsteady) were gone a minute later and cost
+6 to 26 points, and ones of 0.97 (quartiles wide apart) and 1.11-1.20 (two threads unsteady)
+left the models 5 to 17% off (``docs/latency_predictors.md``, twenty-seventh to thirty-sixth
+sessions).
+
 The chains are generated kernel configurations, the ones the predictor was fitted on: no model
 a prediction is made for is timed.
 """
@@ -44,7 +53,15 @@ from edgepart.profiling.machine_state import batch_speeds
 from edgepart.profiling.whole import measure_models
 from edgepart.tflite.writer import write_model
 
-__all__ = ["RECHECK_CHAINS", "UNSTEADY", "Recheck", "apply_recheck", "probe_chains", "recheck"]
+__all__ = [
+    "MIN_SHIFT",
+    "RECHECK_CHAINS",
+    "UNSTEADY",
+    "Recheck",
+    "apply_recheck",
+    "probe_chains",
+    "recheck",
+]
 
 RECHECK_CHAINS = 64
 """Chains timed again by default: the median of 64 ratios whose spread is about 5% (their
@@ -56,6 +73,11 @@ UNSTEADY = 1.10
 """Quartiles of the chains' ratios further apart than this factor: the machine's speed moved
 while they were timed (2-core guest, 2026-12-06: 1.05 to 1.10 in the re-checks the models'
 timings then agreed with, 1.10 to 1.14 in one they missed by 5 to 8%)."""
+
+MIN_SHIFT = 0.05
+"""The least shift a re-check applies (a scale below ``1 / 1.05`` or above ``1.05``): the 2-core
+guest's speed against its calibration swung between 0.964 and 1.034 within 13 minutes
+(2026-12-07), and the models timed a minute after a re-check of 1.026-1.039 ran at 0.98-1.01."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +95,13 @@ class Recheck:
     def unsteady(self) -> bool:
         """Whether the machine's speed moved while the chains were timed (:data:`UNSTEADY`)."""
         return self.q75 > UNSTEADY * self.q25
+
+    @property
+    def applies(self) -> bool:
+        """Whether the scale is a shift to apply: beyond :data:`MIN_SHIFT` either way, and the
+        machine steady while the chains were timed (module docstring)."""
+        shifted = abs(np.log(self.scale)) > np.log1p(MIN_SHIFT)
+        return bool(shifted and not self.unsteady)
 
     def to_json(self) -> dict[str, float | int | str]:
         return {
@@ -178,7 +207,9 @@ def recheck(
 
 
 def apply_recheck(pred: Predictor, checks: dict[str, Recheck]) -> Predictor:
-    """``pred`` with each re-checked configuration's latency scale set (in place; returned).
+    """``pred`` with each re-checked configuration's latency scale set (in place; returned):
+    the re-check's scale where it :attr:`~Recheck.applies`, else 1 (the re-check is recorded
+    either way, with ``applied``).
 
     Raises
     ------
@@ -196,7 +227,7 @@ def apply_recheck(pred: Predictor, checks: dict[str, Recheck]) -> Predictor:
             )
     for c, chk in sorted(checks.items()):
         cp = pred.configs[c]
-        cp.latency_scale = chk.scale
-        cp.extra = {**cp.extra, "recheck": {k: v for k, v in chk.to_json().items()
-                                            if k != "config"}}  # fmt: skip
+        cp.latency_scale = chk.scale if chk.applies else 1.0
+        record = {k: v for k, v in chk.to_json().items() if k != "config"}
+        cp.extra = {**cp.extra, "recheck": {**record, "applied": chk.applies}}
     return pred

@@ -1221,8 +1221,10 @@ def test_a_recheck_times_calibration_chains_again_and_scales_the_predictor_alone
     for name, c in res.checks.items():
         # the same machine minutes after it measured the chains: about as fast
         assert c.chains == 12 and 0.5 < c.q25 <= c.scale <= c.q75 < 2.0
-        assert back.configs[name].latency_scale == pytest.approx(c.scale, rel=1e-8)
+        want = c.scale if c.applies else 1.0
+        assert back.configs[name].latency_scale == pytest.approx(want, rel=1e-8)
         assert back.configs[name].extra["recheck"]["chains"] == 12
+        assert back.configs[name].extra["recheck"]["applied"] is c.applies
         back.configs[name].latency_scale = 1.0
         del back.configs[name].extra["recheck"]
     assert back.dumps().encode() == fitted
@@ -1255,6 +1257,29 @@ def test_recheck_errors_are_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert list(empty.iterdir()) == []
+
+
+def test_a_recheck_applies_shifts_beyond_the_minute_to_minute_swing_measured_steadily(
+    small_measurements,
+):
+    """A steady 0.85 or 1.12 is a shift: applied. 0.97 or 1.04 is the machine's swing from
+    one minute to the next: recorded, not applied. An unsteady 1.12 moved while it was
+    measured: not applied either."""
+    from edgepart.profiling.recheck import MIN_SHIFT, Recheck, apply_recheck
+
+    assert MIN_SHIFT == 0.05
+    cases = [(0.85, 0.83, 0.87, True), (1.12, 1.10, 1.15, True), (0.97, 0.95, 0.99, False),
+             (1.04, 1.02, 1.06, False), (1.12, 1.02, 1.20, False), (1.06, 1.04, 1.08, True),
+             (0.94, 0.92, 0.96, True)]  # fmt: skip
+    for scale, q25, q75, applied in cases:
+        pred, _ = fit_host_predictor(small_measurements[0], family="linear", seed=0)
+        chk = Recheck("xnnpack_1t", scale, 64, q25, q75)
+        assert chk.applies is applied, scale
+        apply_recheck(pred, {"xnnpack_1t": chk})
+        cp = pred.configs["xnnpack_1t"]
+        assert cp.latency_scale == (scale if applied else 1.0)
+        assert cp.extra["recheck"] == {"scale": scale, "chains": 64, "q25": q25, "q75": q75,
+                                       "applied": applied}  # fmt: skip
 
 
 def test_a_scale_far_from_one_is_another_machine_and_nothing_is_written(
