@@ -27,10 +27,10 @@ changes: a later recheck replaces the scale, a refit drops it.
 A scale is applied only when it tells a shift apart from the machine's swing from one minute
 to the next (:attr:`Recheck.applies`): more than :data:`MIN_SHIFT` either way, measured while
 the machine held steady. Ten seconds measure the moment they run in. Re-checks of 0.85 and
-0.90, steady, held for the runs that followed and brought 28 to 52 points of models back
-within 10%; re-checks of 1.03 and 1.05 (two threads unsteady) were gone a minute later and cost
-6 to 26 points, and ones of 0.97 (quartiles wide apart) and 1.11-1.20 (two threads unsteady)
-left the models 5 to 17% off (``docs/latency_predictors.md``, twenty-seventh to thirty-sixth
+0.90 held for the runs that followed and brought 28 to 52 points of models back within 10%;
+re-checks of 1.03 and 1.05 (the latter unsteady) were gone a minute later and cost 6 to 26
+points, and ones of 0.97 (quartiles wide apart) and 1.11-1.20 (two threads unsteady) left the
+models 5 to 17% off (``docs/latency_predictors.md``, twenty-seventh to thirty-sixth
 sessions).
 
 The chains are generated kernel configurations, the ones the predictor was fitted on: no model
@@ -77,7 +77,7 @@ timings then agreed with, 1.10 to 1.14 in one they missed by 5 to 8%)."""
 MIN_SHIFT = 0.05
 """The least shift a re-check applies (a scale below ``1 / 1.05`` or above ``1.05``): the 2-core
 guest's speed against its calibration swung between 0.964 and 1.034 within 13 minutes
-(2026-12-07), and the models timed a minute after a re-check of 1.026-1.039 ran at 0.98-1.01."""
+(2026-12-07), and the models timed a minute after a re-check of 1.026-1.039 ran at 0.97-1.01."""
 
 
 @dataclass(frozen=True)
