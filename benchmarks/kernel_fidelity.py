@@ -124,7 +124,7 @@ def _dw(offset: Callable[[int], int]) -> Iterator[tuple[str, bytes]]:
 
 
 def _off(c: int) -> int:
-    """A fixed offset of 1 to 5 channels, either way, that leaves a multiple of 8."""
+    """A fixed offset of 1 to 5 channels, either way: the count is no longer a multiple of 8."""
     return (1, -3, 5, -1, 3)[(c // 8) % 5]
 
 
@@ -143,7 +143,7 @@ GROUPS: dict[str, Callable[[], Iterator[tuple[str, bytes]]]] = {
 }
 
 
-def model_ops(name: str, path: Path) -> Iterator[tuple[str, bytes]]:
+def model_ops(path: Path) -> Iterator[tuple[str, bytes]]:
     """Every op of a model that stands alone as a model of its own (others are skipped: a
     ``WHILE``'s body, ops whose inputs the model computes at run time)."""
     model = read_model(path)
@@ -158,7 +158,7 @@ def pieces(groups: Sequence[str], models: Mapping[str, Path]) -> dict[str, dict[
     """``{group: {piece: model bytes}}`` for the named groups and ``ops:MODEL`` groups."""
     out = {g: dict(GROUPS[g]()) for g in groups}
     for name, path in models.items():
-        out[f"ops:{name}"] = dict(model_ops(name, path))
+        out[f"ops:{name}"] = dict(model_ops(path))
     return out
 
 

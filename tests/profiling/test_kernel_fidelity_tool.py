@@ -135,3 +135,31 @@ def test_stored_timings_are_judged_again(tmp_path):
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.strip().startswith("conv1x1"))
     assert f"n={len(items):4d}" in line
+
+
+def test_every_op_of_a_model_is_cut_out_alone(tmp_path):
+    """``--models``: each op as a model of its own, named by its index, LiteRT-runnable."""
+    from edgepart.ir.builder import ModelBuilder
+    from edgepart.ir.dtypes import DType
+    from edgepart.tflite.writer import write_model
+
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", DType.FLOAT32, (1, 16))
+    w = g.constant("w", np.full((8, 16), 0.1, np.float32))
+    y = g.tensor("y", DType.FLOAT32, (1, 8))
+    g.op("FULLY_CONNECTED", [x, w, -1], [y])
+    t = g.tensor("t", DType.FLOAT32, (1, 8))
+    g.op("TANH", [y], [t])
+    g.output(t)
+    mb.add_signature("serving_default", 0, [("x", x)], [("t", t)])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(write_model(mb.build()))
+    ops = dict(kf.model_ops(path))
+    assert sorted(ops) == ["op000", "op001"]
+    for content in ops.values():
+        m = read_model_bytes(content)
+        assert m.main.num_ops == 1
+        make_interpreter(content, "builtin", 1).invoke()
+    got = kf.pieces(["dw_window"], {"m": path})
+    assert sorted(got) == ["dw_window", "ops:m"] and sorted(got["ops:m"]) == ["op000", "op001"]
