@@ -1237,6 +1237,10 @@ def test_a_recheck_times_calibration_chains_again_and_scales_the_predictor_alone
     text = capsys.readouterr().out
     assert text.count("of the calibration's chains now take") == 2 and f"wrote {out}" in text
     checks = load_predictor(out).configs
+    for line in [ln for ln in text.splitlines() if "chains now take" in ln]:
+        applied = checks[line.split(":")[0]].extra["recheck"]["applied"]
+        assert ("predictions scaled by" in line) is applied
+        assert ("not applied" in line) is not applied
     unsteady = any(
         c.extra["recheck"]["q75"] > 1.10 * c.extra["recheck"]["q25"] for c in checks.values()
     )
