@@ -253,11 +253,9 @@ def predictor_mode(args: argparse.Namespace) -> int:
         checks = recheck(load_measurements(args.probe), pred)
         apply_recheck(pred, checks)
         print(
-            "re-checked before the runs (the calibration's chains now / then, its quartiles; "
-            "applied to the predictions if a steady shift of over 5%): "
+            "re-checked before the runs (the calibration's chains now / then, its quartiles): "
             + ", ".join(
-                f"{c} {k.scale:.3f} ({k.q25:.3f}..{k.q75:.3f}{', unsteady' if k.unsteady else ''}"
-                f", {'applied' if k.applies else 'not applied'})"
+                f"{c} {k.scale:.3f} ({k.q25:.3f}..{k.q75:.3f}; {k.verdict})"
                 for c, k in sorted(checks.items())
             )
         )

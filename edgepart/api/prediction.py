@@ -34,7 +34,7 @@ from edgepart.profiling.host_calibration import (
     refit,
 )
 from edgepart.profiling.model_estimate import EstimateReport, estimate_file
-from edgepart.profiling.recheck import MIN_SHIFT, RECHECK_CHAINS, Recheck
+from edgepart.profiling.recheck import RECHECK_CHAINS, Recheck
 from edgepart.profiling.table_fit import predictor_from_tables
 from edgepart.tflite.reader import read_model
 
@@ -164,13 +164,11 @@ def calibrate_host(
 
 @dataclass
 class PredictorRecheck:
-    """What :func:`recheck_host` measured (per configuration) and wrote; ``min_shift``: the
-    least shift either way it applies (:attr:`Recheck.applies`)."""
+    """What :func:`recheck_host` measured (per configuration) and wrote."""
 
     predictor: Predictor
     checks: dict[str, Recheck]
     files: list[Path] = field(default_factory=list)
-    min_shift: float = MIN_SHIFT
 
 
 def recheck_host(

@@ -184,16 +184,9 @@ def _recheck(args: argparse.Namespace) -> int:
                           "files": [str(f) for f in res.files]}, indent=1))  # fmt: skip
         return 0
     for name, c in sorted(res.checks.items()):
-        if c.applies:
-            verdict = f"predictions scaled by {c.scale:.3f}"
-        elif c.unsteady:
-            verdict = "not applied: the machine was unsteady while re-checking"
-        else:
-            verdict = (f"not applied: within the {res.min_shift:.0%} this machine swings by "
-                       "from minute to minute")  # fmt: skip
         print(
             f"{name}: {c.chains} of the calibration's chains now take {c.scale:.3f} of their "
-            f"calibration time (quartiles {c.q25:.3f}..{c.q75:.3f}); {verdict}"
+            f"calibration time (quartiles {c.q25:.3f}..{c.q75:.3f}); {c.verdict}"
         )
     if any(c.unsteady for c in res.checks.values()):
         print(

@@ -103,6 +103,15 @@ class Recheck:
         shifted = abs(np.log(self.scale)) > np.log1p(MIN_SHIFT)
         return bool(shifted and not self.unsteady)
 
+    @property
+    def verdict(self) -> str:
+        """What was done with the scale, and why, in words (``calibrate --host --recheck``)."""
+        if self.applies:
+            return f"predictions scaled by {self.scale:.3f}"
+        if self.unsteady:
+            return "not applied: the machine was unsteady while re-checking"
+        return f"not applied: within the {MIN_SHIFT:.0%} this machine swings by minute to minute"
+
     def to_json(self) -> dict[str, float | int | str]:
         return {
             "config": self.config,

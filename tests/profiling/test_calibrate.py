@@ -1279,6 +1279,9 @@ def test_a_recheck_applies_shifts_beyond_the_minute_to_minute_swing_measured_ste
         pred, _ = fit_host_predictor(small_measurements[0], family="linear", seed=0)
         chk = Recheck("xnnpack_1t", scale, 64, q25, q75)
         assert chk.applies is applied, scale
+        assert chk.verdict.startswith("predictions scaled by" if applied else "not applied")
+        if not applied:
+            assert ("unsteady" in chk.verdict) is chk.unsteady
         apply_recheck(pred, {"xnnpack_1t": chk})
         cp = pred.configs["xnnpack_1t"]
         assert cp.latency_scale == (scale if applied else 1.0)
