@@ -44,7 +44,7 @@ __all__ = [
     "draw_specs",
 ]
 
-SAMPLER_VERSION = 22  # 13, 14 and 21: drawn in trials, not adopted (docs/latency_predictors.md)
+SAMPLER_VERSION = 23  # 13, 14 and 21: drawn in trials, not adopted (docs/latency_predictors.md)
 # Versions whose specs this module builds: 18 added stack chains (ChainSpec.stack) and left every
 # other spec's chain as 17 built it, so measurements of 17 can still be rebuilt and refitted.
 # 19 drew AudioSpectrogram and Mfcc as classes of their own (they had been a fifth of the "fft"
@@ -59,8 +59,13 @@ SAMPLER_VERSION = 22  # 13, 14 and 21: drawn in trials, not adopted (docs/latenc
 # those frames in 8-bit chains too, where they were the largest 8-bit convolutions, at an
 # efficiency no 8-bit network has, and its fits priced 8-bit networks' convolutions half as high
 # again. 22 draws them as 21 did, in float32 chains only (audio front ends are float); specs of
-# 20 build as 20 built them.
-BUILDS = frozenset({17, 18, 19, 20, 22})
+# 20 build as 20 built them. 23 draws image networks' first convolutions (:meth:`_Chain.stem`):
+# a fresh image of 1 to 4 channels at full resolution. Version 22 drew a square-window
+# convolution's input channels as it drew any other's, mostly 8 and up, and its 2-D
+# convolutions of 1 to 4 input channels were a few dozen of some 7,800 chains, most of them a
+# sliver of their chain's time; builtin kernels ran such stems a quarter slower than its fits
+# priced them. Specs of 22 build as 22 built them.
+BUILDS = frozenset({17, 18, 19, 20, 22, 23})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 
 # Default relative frequency of each kernel class in mixed chains.
@@ -109,6 +114,9 @@ SMALL_CAP = 32  # largest length, channel count ... drawn in small chains
 MAX_KERNEL_MACS = 150e6
 MAX_CHAIN_MACS = 300e6
 MAX_WEIGHT_BYTES = 24 << 20
+# Share of the square-window convolutions of non-small chains drawn as a network's first
+# convolution (:meth:`_Chain.stem`; sampler version 23 and later).
+STEM_SHARE = 0.08
 # A streaming layer's new frames per invocation (m_stream, and k_dwconv's streaming draws).
 STREAM_FRAMES = {1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}
 # The steps of a column chain (ChainSpec.column) and how often a mixed one draws each.
@@ -963,7 +971,7 @@ class _Chain(_Blocks):
 
     def k_conv(self) -> None:
         r = self.u()
-        sh = sw = bins = 0
+        sh = sw = bins = stem_cout = 0
         if r < 0.1:
             x = self.audio()
             kh, kw = int(self.pick({1: 0.3, 3: 0.4, 5: 0.2, 9: 0.1})), 1
@@ -992,6 +1000,9 @@ class _Chain(_Blocks):
             if self.u() < 0.5:
                 kh, kw = kw, kh
             sh, sw = 1, int(self.pick({1: 0.7, 2: 0.15, 3: 0.15}))
+        elif self.spec.version >= 23 and not self.spec.small and self.u() < STEM_SHARE:
+            x, kh, sh, stem_cout = self.stem()
+            kw, sw = kh, sh
         else:
             x = self.img()
             k = int(self.pick({1: 0.45, 3: 0.4, 5: 0.07, 7: 0.04, 0: 0.04}))
@@ -1011,6 +1022,8 @@ class _Chain(_Blocks):
         r = self.u()
         if bins:  # one kernel per frequency bin of a real transform (one part of the spectrum)
             cout = bins
+        elif stem_cout:
+            cout = stem_cout
         elif r < 0.5:
             cout = self.chan(1, 1024)
         else:
@@ -1048,6 +1061,17 @@ class _Chain(_Blocks):
         self.set(y)
         if self.u() < 0.1:
             self.clamp()
+
+    def stem(self) -> tuple[_T, int, int, int]:
+        """An image network's first convolution: a fresh image of 1 to 4 channels (gray, RGB,
+        RGBA) at the resolution networks take in, a 3 x 3 to 7 x 7 window, mostly two pixels
+        apart, 8 to 64 output channels. Returns the input, window, stride and output channels."""
+        cin = int(self.pick({1: 0.2, 2: 0.05, 3: 0.6, 4: 0.15}))
+        h = self.logu(16, 320)
+        w = h if self.u() < 0.7 else max(8, round(h * self.rng.uniform(0.5, 2.0)))
+        k = int(self.pick({3: 0.7, 5: 0.1, 7: 0.2}))
+        stride = int(self.pick({2: 0.75, 1: 0.25}))
+        return self.new_input((1, h, w, cin)), k, stride, self.chan(8, 64)
 
     def signal(self) -> _T:
         """A long 1-D signal as NHWC ``[1, 1, W, C]`` (W up to 44,000 samples)."""

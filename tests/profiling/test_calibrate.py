@@ -701,7 +701,8 @@ def test_specs_of_sampler_version_17_build_the_chains_they_built():
 # Specs and the hashes of their chains, taken with the sampler of each older version. 20 drew
 # short-time Fourier frames among the filter banks and several parts of one spectrum; 22 gave
 # float32 chains' frames one output per bin and drew constant 2-D right-hand sides of batch
-# products (21, which drew the same in 8-bit chains too, was not adopted and is not built).
+# products (21, which drew the same in 8-bit chains too, was not adopted and is not built); 23
+# drew image networks' first convolutions.
 _OLDER_SPECS = [
     ChainSpec(seed=20, family="f32", length=2, homogeneous="conv"),
     ChainSpec(seed=48, family="f32", length=2, homogeneous="conv"),
@@ -715,6 +716,8 @@ _OLDER_HASHES = {
          "4d146e4c8cf7343b", "1ca4ae7f80d8cf32"],
     20: ["fb355f0c7facdd7a", "619d0eaf177d3523", "8ac746c813585403", "3ae5a846457d4c7b",
          "4943e540fd05bcc1", "a905100241557427"],
+    22: ["bf5cd2cac42130dc", "0b67869bd0ee4264", "54495c6b3c815f76", "ac58cba4f2a5f561",
+         "dfac9eedd98c0c37", "514ee149d73b489e"],
 }  # fmt: skip
 
 
@@ -732,6 +735,41 @@ def test_specs_of_an_older_sampler_version_build_the_chains_they_built(version: 
     assert [digest(s, version) for s in _OLDER_SPECS] == _OLDER_HASHES[version]
     later = min(v for v in BUILDS if v > version)
     assert digest(_OLDER_SPECS[0], later) != digest(_OLDER_SPECS[0], version)
+
+
+def test_image_networks_first_convolutions_are_drawn_and_run_in_litert():
+    """Version 23 draws stems: a fresh image of 1 to 4 channels, full resolution, a 3 x 3 to
+    7 x 7 window; each kind runs on both executors, and version 22 specs never drew them."""
+    from edgepart.cost.kernels import FEATURES
+    from edgepart.profiling.timing import fill_inputs, make_interpreter
+
+    f = {n: i for i, n in enumerate(FEATURES)}
+
+    def stems(version: int) -> list[tuple[int, ChainSpec, tuple[float, ...]]]:
+        out = []
+        for seed in range(120):
+            spec = ChainSpec(seed=seed, family="f32", length=2, homogeneous="conv",
+                             version=version)  # fmt: skip
+            m = build_chain(spec)
+            g = m.main
+            first = g.tensors[g.inputs[0]].shape[-1]  # a stem's image is a chain input
+            for row in decompose(m, "builtin").features:
+                stem = row[f["cin"]] <= 4 and row[f["h"]] >= 8 and row[f["kh"]] == row[f["kw"]] > 1
+                if stem and first == row[f["cin"]]:
+                    out.append((seed, spec, tuple(row)))
+        return out
+
+    new, old = stems(23), stems(22)
+    assert len(new) >= 6 and len(new) >= 3 * max(len(old), 1)
+    assert {int(r[f["cin"]]) for _, _, r in new} >= {1, 3}
+    assert {int(r[f["kh"]]) for _, _, r in new} & {5, 7}
+    for _, spec, _ in new[:3]:
+        content = write_model(build_chain(spec))
+        for ex in ("xnnpack", "builtin"):
+            it = make_interpreter(content, ex, 1)
+            fill_inputs(it, 0)
+            it.invoke()
+            assert np.isfinite(it.get_tensor(it.get_output_details()[0]["index"])).all()
 
 
 def test_batch_products_by_a_constant_matrix_are_drawn_and_run_in_litert():
