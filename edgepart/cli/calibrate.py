@@ -238,6 +238,13 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
                 f"{ms['speed_q10']:.3f}..{ms['speed_q90']:.3f} of typical (p10..p90), chains "
                 f"follow it to the power {ms['alpha']:.2f}"
             )
+            if ms.get("unsteady"):
+                print(
+                    f"  warning: the machine was unsteady while calibrating (its slow batches ran "
+                    f"{ms['speed_q90'] / ms['speed_q10']:.2f}x as long as its fast ones); this "
+                    f"configuration's predictions carry that noise: calibrate again when the "
+                    f"machine is quiet"
+                )
             if ms.get("slow_pool_batches"):
                 print(
                     f"  {ms['slow_pool_batches']:.0f} of {ms['batches']:.0f} batches left out: "

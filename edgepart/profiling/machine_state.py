@@ -62,6 +62,7 @@ from edgepart.cost.predictor_fit import chain_data, fit_linear, linear_totals
 from edgepart.profiling.calibrate import Measurements
 
 __all__ = [
+    "UNSTEADY_SPREAD",
     "StateCorrection",
     "at_calm_pool",
     "at_typical_state",
@@ -82,6 +83,12 @@ ALPHA_RANGE = (0.0, 3.0)
 # multi-thread fit; batches of fewer than POOL_MIN_CHAINS chains are never judged
 POOL_Z = 4.0
 POOL_MIN_LOG = 0.05
+# A calibration whose batches' canary speeds spread wider than this between their 10th and
+# 90th percentile was measured on an unsteady machine (StateCorrection.unsteady). The record on
+# one 2-core Zen 3 guest (docs/latency_predictors.md, "An unsteady machine"): seven spreads of
+# 1.05 to 1.24 went with held-out chain errors of 5.9 to 11.7% (five under 8%), the five of 1.32
+# to 1.40 with 11.6 to 13.2%.
+UNSTEADY_SPREAD = 1.3
 POOL_MIN_CHAINS = 4
 # the calm thread pool, as a quantile of the batches' pool medians (at_calm_pool)
 CALM_POOL_QUANTILE = 0.25
@@ -99,6 +106,19 @@ class StateCorrection:
     speed_q90: float
     slow_pool: int = 0  # batches left out: the thread pool ran slow (slow_pool_batches)
 
+    @property
+    def spread(self) -> float:
+        """How much slower the machine ran in the slow batches than in the fast ones (90th
+        over 10th percentile of the batches' speeds)."""
+        return self.speed_q90 / max(self.speed_q10, 1e-9)
+
+    @property
+    def unsteady(self) -> bool:
+        """The machine swung so much while calibrating (:data:`UNSTEADY_SPREAD`) that taking
+        its state out of the chains' times does not save the fit: calibrate again when it is
+        quieter."""
+        return self.spread > UNSTEADY_SPREAD
+
     def to_json(self) -> dict[str, float]:
         return {
             "alpha": self.alpha,
@@ -106,6 +126,7 @@ class StateCorrection:
             "speed_q10": self.speed_q10,
             "speed_q90": self.speed_q90,
             "slow_pool_batches": self.slow_pool,
+            "unsteady": self.unsteady,
         }
 
 

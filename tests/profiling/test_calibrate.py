@@ -286,6 +286,32 @@ def test_cli_fit_only_writes_the_same_predictor_twice(small_measurements, tmp_pa
     assert "xnnpack_1t:" in capsys.readouterr().out
 
 
+def test_cli_fit_only_warns_when_the_machine_swung_while_calibrating(small_measurements,
+                                                                     tmp_path, capsys):  # fmt: skip
+    """The same chains with their batches' canary records rewritten: steady, the report only
+    says how far the canary ran; swung past UNSTEADY_SPREAD, it warns, per configuration."""
+    import dataclasses
+
+    meas, _ = small_measurements
+    assert len(meas.batches) >= 3
+    out = {}
+    for name, speeds in (("steady", (1.0, 1.02, 1.05)), ("swung", (1.0, 1.1, 1.6))):
+        batches = [
+            {**b, "canary_cpu_s": [4e-4 * speeds[i % 3]] * len(b["canary_cpu_s"])}
+            for i, b in enumerate(meas.batches)
+        ]
+        path = tmp_path / f"{name}.npz"
+        dataclasses.replace(meas, batches=batches).save(path)
+        rc = main(["calibrate", "--host", "--fit-only", str(path), "--family", "linear",
+                   "--predictor-out", str(tmp_path / f"{name}.json"), "--no-progress"])  # fmt: skip
+        assert rc == 0
+        out[name] = capsys.readouterr().out
+    assert "canary ran at" in out["steady"] and "unsteady" not in out["steady"]
+    warned = [ln for ln in out["swung"].splitlines() if "warning: the machine was unsteady" in ln]
+    assert len(warned) == 2, out["swung"]  # xnnpack_1t and builtin_1t
+    assert all("calibrate again when the machine is quiet" in ln for ln in warned)
+
+
 def test_cli_fit_only_fits_with_the_measurements_own_seed_unless_told(small_measurements,
                                                                       tmp_path):  # fmt: skip
     """A refit reproduces the calibration's file: its default seed is the one the measurements

@@ -8,6 +8,7 @@ import pytest
 from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.profiling.calibrate import Measurements
 from edgepart.profiling.machine_state import (
+    UNSTEADY_SPREAD,
     at_calm_pool,
     at_typical_state,
     batch_speeds,
@@ -79,6 +80,22 @@ def test_the_sensitivity_is_recovered_and_the_chains_brought_to_the_typical_stat
     assert np.abs(got / truth - 1).max() < 0.01
     if alpha > 0:  # the measured times were off by their batch's state; the corrected are not
         assert np.abs(measured / truth - 1).max() > 0.1
+
+
+@pytest.mark.parametrize(
+    ("canary", "unsteady"),
+    [([0.97, 1.0, 1.0, 1.02, 1.08, 1.15, 1.2], False), ([0.9, 1.0, 1.0, 1.05, 1.15, 1.3], True)],
+)
+def test_a_calibration_on_a_machine_that_swung_too_much_says_so(canary, unsteady):
+    """The correction still applies, and the state says whether the batches' speeds spread
+    past UNSTEADY_SPREAD between their 10th and 90th percentiles (a fit it does not save)."""
+    meas, batches, items, truth = _world(0.7, canary)
+    out, state = at_typical_state(meas, batches, items, 1)
+    assert state is not None
+    assert (state.spread > UNSTEADY_SPREAD) is unsteady
+    assert state.unsteady is unsteady and state.to_json()["unsteady"] is unsteady
+    got = np.array([t for _, t, _, _ in out])
+    assert np.abs(got / truth - 1).max() < 0.01
 
 
 def test_measurements_without_canary_records_are_left_as_they_are():
