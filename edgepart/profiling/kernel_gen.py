@@ -63,8 +63,8 @@ SAMPLER_VERSION = 23  # 13, 14 and 21: drawn in trials, not adopted (docs/latenc
 # a fresh image of 1 to 4 channels at full resolution. Version 22 drew a square-window
 # convolution's input channels as it drew any other's, mostly 8 and up, and its 2-D
 # convolutions of 1 to 4 input channels were a few dozen of some 7,800 chains, most of them a
-# sliver of their chain's time; builtin kernels ran such stems a quarter slower than its fits
-# priced them. Specs of 22 build as 22 built them.
+# sliver of their chain's time; builtin kernels ran such stems up to a third slower (one input
+# channel) than its fits priced them. Specs of 22 build as 22 built them.
 BUILDS = frozenset({17, 18, 19, 20, 22, 23})
 F32, F16, I8, I32 = DType.FLOAT32, DType.FLOAT16, DType.INT8, DType.INT32
 

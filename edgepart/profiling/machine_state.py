@@ -83,15 +83,15 @@ ALPHA_RANGE = (0.0, 3.0)
 # multi-thread fit; batches of fewer than POOL_MIN_CHAINS chains are never judged
 POOL_Z = 4.0
 POOL_MIN_LOG = 0.05
+POOL_MIN_CHAINS = 4
+# the calm thread pool, as a quantile of the batches' pool medians (at_calm_pool)
+CALM_POOL_QUANTILE = 0.25
 # A calibration whose batches' canary speeds spread wider than this between their 10th and
 # 90th percentile was measured on an unsteady machine (StateCorrection.unsteady). The record on
 # one 2-core Zen 3 guest (docs/latency_predictors.md, "An unsteady machine"): seven spreads of
 # 1.05 to 1.24 went with held-out chain errors of 5.9 to 11.7% (five under 8%), the five of 1.32
 # to 1.40 with 11.6 to 13.2%.
 UNSTEADY_SPREAD = 1.3
-POOL_MIN_CHAINS = 4
-# the calm thread pool, as a quantile of the batches' pool medians (at_calm_pool)
-CALM_POOL_QUANTILE = 0.25
 
 Item = tuple[Kernels, float, float, str | None]
 
