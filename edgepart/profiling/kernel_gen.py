@@ -114,8 +114,8 @@ SMALL_CAP = 32  # largest length, channel count ... drawn in small chains
 MAX_KERNEL_MACS = 150e6
 MAX_CHAIN_MACS = 300e6
 MAX_WEIGHT_BYTES = 24 << 20
-# Share of the square-window convolutions of non-small chains drawn as a network's first
-# convolution (:meth:`_Chain.stem`; sampler version 23 and later).
+# Share of the image convolutions of non-small chains (k_conv's 1 x 1 to 7 x 7 windows) drawn
+# as a network's first convolution (:meth:`_Chain.stem`; sampler version 23 and later).
 STEM_SHARE = 0.08
 # A streaming layer's new frames per invocation (m_stream, and k_dwconv's streaming draws).
 STREAM_FRAMES = {1: 0.6, 2: 0.1, 3: 0.2, 4: 0.1}
