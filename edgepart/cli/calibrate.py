@@ -238,13 +238,6 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
                 f"{ms['speed_q10']:.3f}..{ms['speed_q90']:.3f} of typical (p10..p90), chains "
                 f"follow it to the power {ms['alpha']:.2f}"
             )
-            if ms.get("unsteady"):
-                print(
-                    f"  warning: the machine was unsteady while calibrating (its slow batches ran "
-                    f"{ms['speed_q90'] / ms['speed_q10']:.2f}x as long as its fast ones); this "
-                    f"configuration's predictions carry that noise: calibrate again when the "
-                    f"machine is quiet"
-                )
             if ms.get("slow_pool_batches"):
                 print(
                     f"  {ms['slow_pool_batches']:.0f} of {ms['batches']:.0f} batches left out: "
@@ -277,6 +270,19 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
                 f"  {t:<18} {int(s['n']):>6} {s['median_abs']:>8.1%} {s['within_10']:>6.0%} "
                 f"{s['q10']:>+7.1%} {s['q90']:>+7.1%}{scale}"
             )
+    # every configuration was measured in the same batches: one verdict for the calibration
+    spreads = [
+        ms["speed_q90"] / ms["speed_q10"]
+        for r in reports
+        if (ms := r.machine_state or {}).get("unsteady")
+    ]
+    if spreads:
+        print(
+            f"\nwarning: the machine was unsteady while calibrating (its slow batches ran "
+            f"{max(spreads):.2f}x as long as its fast ones); every configuration was measured in "
+            f"those batches and its predictions carry that noise: calibrate again when the "
+            f"machine is quiet"
+        )
     print()
     for f in files:
         print(f"wrote {f}")

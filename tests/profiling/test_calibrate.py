@@ -289,7 +289,8 @@ def test_cli_fit_only_writes_the_same_predictor_twice(small_measurements, tmp_pa
 def test_cli_fit_only_warns_when_the_machine_swung_while_calibrating(small_measurements,
                                                                      tmp_path, capsys):  # fmt: skip
     """The same chains with their batches' canary records rewritten: steady, the report only
-    says how far the canary ran; swung past UNSTEADY_SPREAD, it warns, per configuration."""
+    says how far the canary ran; swung past UNSTEADY_SPREAD, it warns once for the calibration
+    (every configuration was measured in the same batches)."""
     import dataclasses
 
     meas, _ = small_measurements
@@ -308,8 +309,8 @@ def test_cli_fit_only_warns_when_the_machine_swung_while_calibrating(small_measu
         out[name] = capsys.readouterr().out
     assert "canary ran at" in out["steady"] and "unsteady" not in out["steady"]
     warned = [ln for ln in out["swung"].splitlines() if "warning: the machine was unsteady" in ln]
-    assert len(warned) == 2, out["swung"]  # xnnpack_1t and builtin_1t
-    assert all("calibrate again when the machine is quiet" in ln for ln in warned)
+    assert len(warned) == 1, out["swung"]
+    assert "1.60x as long" in warned[0] and "calibrate again when the machine is quiet" in warned[0]
 
 
 def test_cli_fit_only_fits_with_the_measurements_own_seed_unless_told(small_measurements,
