@@ -46,6 +46,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -59,7 +60,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # fidelity: corpus and real models
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from edgepart.cost.kernels import decompose
+from edgepart.cost.kernels import Kernels, decompose
 from edgepart.cost.predictor import Predictor, load_predictor
 from edgepart.errors import EdgepartError
 from edgepart.ir.builder import ModelBuilder
@@ -181,7 +182,7 @@ def judge(
             t = measured.get(f"{group}/{piece}")
             if t is None:
                 continue
-            est = cp.model_seconds(decompose(read_model_bytes(content), cp.executor))
+            est = cp.model_seconds(_kernels(content, cp.executor))
             kernel = t - est.invoke_s - est.delegate_s
             if kernel >= MIN_KERNEL_S:
                 pred_s.append(est.kernels_s)
@@ -198,6 +199,13 @@ def judge(
             "sum_ratio": float(p.sum() / m.sum()),
         }
     return out
+
+
+@functools.cache
+def _kernels(content: bytes, executor: str) -> Kernels:
+    """A piece's kernels on ``executor``: parsed and decomposed once, however many predictors
+    and configurations judge it."""
+    return decompose(read_model_bytes(content), executor)
 
 
 def _print(

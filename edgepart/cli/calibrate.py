@@ -271,11 +271,7 @@ def _report(reports: Any, args: argparse.Namespace, files: list[str]) -> None:
                 f"{s['q10']:>+7.1%} {s['q90']:>+7.1%}{scale}"
             )
     # every configuration was measured in the same batches: one verdict for the calibration
-    spreads = [
-        ms["speed_q90"] / ms["speed_q10"]
-        for r in reports
-        if (ms := r.machine_state or {}).get("unsteady")
-    ]
+    spreads = [ms["spread"] for r in reports if (ms := r.machine_state or {}).get("unsteady")]
     if spreads:
         print(
             f"\nwarning: the machine was unsteady while calibrating (its slow batches ran "

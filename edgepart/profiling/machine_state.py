@@ -126,6 +126,7 @@ class StateCorrection:
             "speed_q10": self.speed_q10,
             "speed_q90": self.speed_q90,
             "slow_pool_batches": self.slow_pool,
+            "spread": self.spread,
             "unsteady": self.unsteady,
         }
 
