@@ -41,7 +41,11 @@ shares are printed a second time with the predictions scaled by it (a diagnostic
 the predictor's error from the machine's; the figures without it are the result).
 ``--timings EARLIER.json`` measures nothing: it judges the predictor (and ``--baseline``) on
 the timings an earlier run's ``--json`` holds, so that calibrations made at different times
-compare on the same timings. ``--recheck`` (with ``--probe``) does what
+compare on the same timings; ``--timings A.json,B.json,...`` judges each set on its own and
+then lists, per configuration, the models off by more than 10% in at least half of the sets
+with their error in each (an error that repeats across sets taken at other hours is the
+predictor's, one that comes and goes the machine's; ``--json`` then writes each set's
+medians). ``--recheck`` (with ``--probe``) does what
 ``edgepart calibrate --host --recheck`` does before the runs: some of the calibration's chains
 timed again give each configuration's latency scale, and the predictor judged is the scaled
 one (the predictor as given is judged on the same measurements as the baseline, unless
@@ -57,7 +61,7 @@ Usage::
     python benchmarks/fidelity.py --mode predictor --predictor host.predictor.json [--runs 3]
                                   [--baseline other.predictor.json] [--probe MEASUREMENTS]
                                   [--recheck] [--models a,b] [--rounds 27] [--json OUT]
-    python benchmarks/fidelity.py --mode predictor --predictor P --timings EARLIER.json
+    python benchmarks/fidelity.py --mode predictor --predictor P --timings EARLIER.json[,...]
 """
 
 from __future__ import annotations
@@ -280,6 +284,9 @@ def predictor_mode(args: argparse.Namespace) -> int:
             print(f"{name}: cannot predict ({type(err).__name__}: {err})")
             continue
         contents[name] = (content, shapes)
+    sets = [p for p in (args.timings or "").split(",") if p]
+    if len(sets) > 1:  # each stored set judged on its own, then what repeats across them
+        return _across_sets(sets, preds, base_preds, configs, args.json)
     probe = _drift_probe(args, [c for c, _, _ in configs]) if args.probe else {}
     rows: list[dict[str, object]] = []
     drift: dict[str, list[float]] = {}
@@ -327,20 +334,7 @@ def predictor_mode(args: argparse.Namespace) -> int:
         _predictor_summary([r for r in rows if r["run"] == run], configs)
     # medians over runs, per model and configuration
     print("\n=== medians over runs")
-    med: list[dict[str, object]] = []
-    for name in sorted(contents):
-        for c, _, _ in configs:
-            rs = [r for r in rows if r["model"] == name and r["config"] == c]
-            if not rs:
-                continue
-            m = statistics.median(float(r["meas_s"]) for r in rs)  # type: ignore[arg-type]
-            p = float(rs[0]["pred_s"])  # type: ignore[arg-type]
-            row: dict[str, object] = {"model": name, "config": c, "pred_s": p, "meas_s": m,
-                                      "err": p / m - 1}  # fmt: skip
-            if (name, c) in base_preds:
-                row["base_pred_s"] = base_preds[(name, c)]
-                row["base_err"] = base_preds[(name, c)] / m - 1
-            med.append(row)
+    med = _medians(rows, configs, base_preds)
     for c, _, _ in configs:
         print(f"-- {c}")
         for r in [r for r in med if r["config"] == c]:
@@ -386,6 +380,98 @@ def predictor_mode(args: argparse.Namespace) -> int:
             + "\n"
         )
     return 0
+
+
+def _medians(
+    rows: list[dict[str, object]],
+    configs: list[tuple[str, str, int]],
+    base_preds: dict[tuple[str, str], float],
+) -> list[dict[str, object]]:
+    """Per model and configuration, the median measurement over the runs against the
+    prediction (and the baseline's)."""
+    med: list[dict[str, object]] = []
+    for name in sorted({str(r["model"]) for r in rows}):
+        for c, _, _ in configs:
+            rs = [r for r in rows if r["model"] == name and r["config"] == c]
+            if not rs:
+                continue
+            m = statistics.median(float(r["meas_s"]) for r in rs)  # type: ignore[arg-type]
+            p = float(rs[0]["pred_s"])  # type: ignore[arg-type]
+            row: dict[str, object] = {"model": name, "config": c, "pred_s": p, "meas_s": m,
+                                      "err": p / m - 1}  # fmt: skip
+            if (name, c) in base_preds:
+                row["base_pred_s"] = base_preds[(name, c)]
+                row["base_err"] = base_preds[(name, c)] / m - 1
+            med.append(row)
+    return med
+
+
+def _across_sets(
+    paths: list[str],
+    preds: dict[tuple[str, str], float],
+    base_preds: dict[tuple[str, str], float],
+    configs: list[tuple[str, str, int]],
+    out: str | None,
+) -> int:
+    """``--timings A.json,B.json,...``: every stored set judged on its own (the medians over
+    its runs), then, per configuration, the share within 10% set by set and the models off by
+    more than 10% in at least half of the sets, with their error in each and whether it kept
+    its sign. An error that repeats from one set of timings to the next (taken at other hours,
+    the machine at other speeds) is the predictor's; one that comes and goes is the machine's."""
+    meds = []
+    for path in paths:
+        rows = _rejudged(path, preds)
+        med = _medians(rows, configs, base_preds)
+        meds.append(med)
+        print(f"== {path} ({len(rows)} timings; nothing measured now)")
+        _predictor_summary(med, configs)
+        _print_spread(med, bool(base_preds))
+    print(f"\n=== across the {len(paths)} sets")
+    for c, _, _ in configs:
+        shares = [_within(med, c, "err") for med in meds]
+        if not [s for s in shares if s is not None]:
+            continue
+        line = f"{c:<12} within 10% set by set: " + " / ".join(
+            "-" if s is None else f"{s:.1%}" for s in shares
+        )
+        base = [_within(med, c, "base_err") for med in meds]
+        if base_preds and all(b is not None for b in base):
+            line += "; baseline " + " / ".join(f"{b:.1%}" for b in base if b is not None)
+        print(line)
+    for c, _, _ in configs:
+        errs: dict[str, list[float | None]] = {}
+        for k, med in enumerate(meds):
+            for r in med:
+                if r["config"] == c:
+                    errs.setdefault(str(r["model"]), [None] * len(meds))[k] = float(r["err"])  # type: ignore[arg-type]
+        if not errs:
+            continue
+        misses = {
+            m: e
+            for m, e in sorted(errs.items())
+            if 2 * sum(v is not None and abs(v) > 0.10 for v in e) >= len(meds)
+        }
+        print(f"-- {c}: off by more than 10% in at least half of the sets: {len(misses)}")
+        for m, e in misses.items():
+            vals = [v for v in e if v is not None]
+            sign = "one sign" if all(v > 0 for v in vals) or all(v < 0 for v in vals) else "both"
+            print(f"   {m:<40} " + " ".join("      -" if v is None else f"{v:+7.1%}" for v in e)
+                  + f"  ({sign})")  # fmt: skip
+    if out:
+        Path(out).write_text(
+            json.dumps(
+                {"sets": [{"timings": p, "medians": m} for p, m in zip(paths, meds, strict=True)]},
+                indent=1,
+                sort_keys=True,
+            )
+            + "\n"
+        )
+    return 0
+
+
+def _within(med: list[dict[str, object]], config: str, key: str) -> float | None:
+    errs = [abs(float(r[key])) for r in med if r["config"] == config and key in r]  # type: ignore[arg-type]
+    return sum(e <= 0.10 for e in errs) / len(errs) if errs else None
 
 
 def _rejudged(path: str, preds: dict[tuple[str, str], float]) -> list[dict[str, object]]:
@@ -560,7 +646,8 @@ def main() -> int:
         "--timings",
         metavar="JSON",
         help="--mode predictor: judge on the timings an earlier --json output holds instead of "
-        "measuring (several predictors compare on the same timings; no --probe)",
+        "measuring (several predictors compare on the same timings; no --probe); several "
+        "files, comma-separated: each judged on its own, then the misses that repeat across them",
     )
     ap.add_argument("--rounds", type=int, default=27, help="samples per model per run (predictor)")
     ap.add_argument("--executors", default="xnnpack,builtin")

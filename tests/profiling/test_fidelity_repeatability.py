@@ -114,3 +114,45 @@ def test_unusable_stored_timings_are_one_line_and_status_2(
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"fidelity: --timings {f}: ")
+
+
+def test_several_stored_sets_are_judged_each_and_their_repeated_misses_listed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--timings A,B,C: each set's medians over its own runs, the share within 10% set by
+    set, and the models off by more than 10% in at least half of the sets (with the sign
+    they kept); a model off in one set of three is the machine's, not listed."""
+    meas = {  # model: measured seconds in sets A, B, C (two runs each, the median in between)
+        "steady": (1.0, 1.0, 1.0),  # predicted 1.2: +20% in every set
+        "swings": (1.0, 0.8, 1.25),  # predicted 1.0: 0, +25%, -20%
+        "once": (1.0, 1.0, 0.8),  # predicted 1.0: +25% in one set only
+        "fine": (1.0, 1.02, 0.98),
+    }
+    paths = []
+    for k in range(3):
+        runs = [
+            {"run": r, "model": m, "config": "xnnpack_1t", "meas_s": v[k] * (1 + d), "wall_s": None}
+            for m, v in meas.items()
+            for r, d in ((0, -0.01), (1, 0.01))
+        ]
+        f = tmp_path / f"set{k}.json"
+        f.write_text(json.dumps({"runs": runs, "medians": []}))
+        paths.append(str(f))
+    preds = {(m, "xnnpack_1t"): 1.2 if m == "steady" else 1.0 for m in meas}
+    out = tmp_path / "across.json"
+    configs = [("xnnpack_1t", "xnnpack", 1), ("builtin_1t", "builtin", 1)]
+    assert fidelity._across_sets(paths, preds, {}, configs, str(out)) == 0
+    text = capsys.readouterr().out
+    assert "xnnpack_1t   within 10% set by set: 75.0% / 50.0% / 25.0%" in text
+    assert "off by more than 10% in at least half of the sets: 2" in text
+    listed = [ln.split()[0] for ln in text.splitlines() if ln.startswith("   ")]
+    assert listed == ["steady", "swings"]
+    steady = next(ln for ln in text.splitlines() if ln.startswith("   steady"))
+    assert steady.split()[1:4] == ["+20.0%", "+20.0%", "+20.0%"] and "(one sign)" in steady
+    assert "(both)" in next(ln for ln in text.splitlines() if ln.startswith("   swings"))
+    assert "builtin_1t" not in text  # no timing of it in any set
+    doc = json.loads(out.read_text())
+    assert [s["timings"] for s in doc["sets"]] == paths
+    assert {r["model"] for r in doc["sets"][2]["medians"]} == set(meas)
+    swing = next(r for r in doc["sets"][1]["medians"] if r["model"] == "swings")
+    assert swing["meas_s"] == pytest.approx(0.8) and swing["err"] == pytest.approx(0.25)
