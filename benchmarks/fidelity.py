@@ -291,11 +291,11 @@ def predictor_mode(args: argparse.Namespace) -> int:
     rows: list[dict[str, object]] = []
     drift: dict[str, list[float]] = {}
     t0 = time.perf_counter()
-    if args.timings:  # judge on the timings of an earlier run: nothing is measured
-        rows = _rejudged(args.timings, preds)
+    if sets:  # judge on the timings of an earlier run: nothing is measured
+        rows = _rejudged(sets[0], preds)
         contents = {n: contents[n] for n in sorted({str(r["model"]) for r in rows})}
-        print(f"timings of {args.timings} ({len(rows)} timings; nothing measured now)")
-    for run in range(0 if args.timings else args.runs):
+        print(f"timings of {sets[0]} ({len(rows)} timings; nothing measured now)")
+    for run in range(0 if sets else args.runs):
         load0 = os.getloadavg()[0]
         timed = {**contents, **{k: (v[0], None) for k, v in probe.items()}}
         timings = measure_models(timed, configs, rounds=args.rounds, seed=run)
