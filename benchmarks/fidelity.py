@@ -419,8 +419,8 @@ def _across_sets(
     its sign. An error that repeats from one set of timings to the next (taken at other hours,
     the machine at other speeds) is the predictor's; one that comes and goes is the machine's."""
     meds = []
-    for path in paths:
-        rows = _rejudged(path, preds)
+    every = [_rejudged(path, preds) for path in paths]  # all read before anything is printed
+    for path, rows in zip(paths, every, strict=True):
         med = _medians(rows, configs, base_preds)
         meds.append(med)
         print(f"== {path} ({len(rows)} timings; nothing measured now)")

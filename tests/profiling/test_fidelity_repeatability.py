@@ -156,3 +156,25 @@ def test_several_stored_sets_are_judged_each_and_their_repeated_misses_listed(
     assert {r["model"] for r in doc["sets"][2]["medians"]} == set(meas)
     swing = next(r for r in doc["sets"][1]["medians"] if r["model"] == "swings")
     assert swing["meas_s"] == pytest.approx(0.8) and swing["err"] == pytest.approx(0.25)
+
+
+def test_a_bad_set_among_several_is_one_line_before_any_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"runs": [{"run": 0, "model": "a", "config": "xnnpack_1t",
+                                          "meas_s": 1e-3, "wall_s": None}]}))  # fmt: skip
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"runs": [{"x": 1}]}')
+    with pytest.raises(SystemExit) as exc:
+        fidelity._across_sets(
+            [str(good), str(bad)],
+            {("a", "xnnpack_1t"): 1e-3},
+            {},
+            [("xnnpack_1t", "xnnpack", 1)],
+            str(tmp_path / "out.json"),
+        )
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "out.json").exists()
+    assert err.count("\n") == 1 and err.startswith(f"fidelity: --timings {bad}: ")
