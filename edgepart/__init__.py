@@ -69,6 +69,7 @@ from edgepart.errors import (
     RemoteBinaryError,
     RemoteCommandError,
     RuntimeBackendError,
+    UnsteadyMachineError,
     UnsupportedOpError,
     UsageError,
 )
@@ -224,6 +225,7 @@ __all__ = [
     "ReportResult",
     "RuntimeBackendError",
     "StageFailedError",
+    "UnsteadyMachineError",
     "UnsupportedOpError",
     "UsageError",
     "__version__",

@@ -40,6 +40,7 @@ __all__ = [
     "RemoteBinaryError",
     "RemoteCommandError",
     "RuntimeBackendError",
+    "UnsteadyMachineError",
     "UnsupportedOpError",
     "UsageError",
 ]
@@ -138,6 +139,11 @@ class BundleError(EdgepartError):
 class RuntimeBackendError(EdgepartError):
     """An executor or delegate library cannot be loaded, or LiteRT cannot prepare or invoke a
     partition (names the library or partition and LiteRT's message)."""
+
+
+class UnsteadyMachineError(EdgepartError):
+    """The machine ran too unsteadily to measure, and the caller asked to stop then
+    (``calibrate --host --require-steady``): says how unsteady, and that nothing was written."""
 
 
 class AdbError(EdgepartError):

@@ -33,6 +33,7 @@ from edgepart.profiling.host_calibration import (
     default_configs,
     refit,
 )
+from edgepart.profiling.machine_state import UNSTEADY_SPREAD
 from edgepart.profiling.model_estimate import EstimateReport, estimate_file
 from edgepart.profiling.recheck import RECHECK_CHAINS, Recheck
 from edgepart.profiling.table_fit import predictor_from_tables
@@ -81,6 +82,7 @@ def calibrate_host(
     statistic: str = "p10",
     out_dir: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    require_steady: bool = False,
 ) -> HostCalibration:
     """Measure this machine and fit its latency predictors; write its device profile.
 
@@ -112,6 +114,11 @@ def calibrate_host(
         ``--profile host`` looks).
     progress
         Called as ``progress(done, 1000, label)``: thousandths of the budget spent.
+    require_steady
+        Stop within about a minute, writing nothing, if the machine runs unsteadily then (its
+        canary's slow batches take more than 1.3 times as long as its fast ones: calibrations
+        measured in such noise hold out about twice the error). By default the calibration
+        goes on and its report says how steady the machine was.
 
     Returns
     -------
@@ -127,6 +134,8 @@ def calibrate_host(
         tree family without scikit-learn.
     RuntimeBackendError
         LiteRT failed while measuring.
+    UnsteadyMachineError
+        With ``require_steady``, on a machine that ran unsteadily.
 
     Examples
     --------
@@ -159,6 +168,7 @@ def calibrate_host(
         statistic=statistic,
         out_dir=out_dir,
         progress=None if progress is None else lambda f, s: progress(_steps(f), _STEPS, s),
+        require_steady=UNSTEADY_SPREAD if require_steady else None,
     )
 
 

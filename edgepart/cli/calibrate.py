@@ -98,12 +98,25 @@ def register(subparsers: Any) -> None:
         help="fit a predictor from a per-op latency table (edgepart profile, also --adb on a "
         "phone) of MODEL instead of calibrating this host (repeatable; with --predictor-out)",
     )
+    p.add_argument(
+        "--require-steady",
+        action="store_true",
+        help="stop within about a minute (status 2, nothing written) if the machine runs "
+        "unsteadily then: its canary's slow batches take more than 1.3 times as long as its "
+        "fast ones, where calibrations hold out about twice the error; by default the "
+        "calibration goes on and its report says how steady the machine was",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print the fit report as JSON")
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    if args.require_steady and (args.fit_only or args.recheck or args.from_table):
+        raise UsageError(
+            "calibrate: --require-steady judges the machine while measuring chains: not with "
+            "--fit-only, --recheck or --from-table"
+        )
     if args.from_table:
         return _from_tables(args)
     if not args.host:
@@ -141,6 +154,7 @@ def handler(args: argparse.Namespace) -> int:
             statistic=args.statistic,
             out_dir=args.out,
             progress=bar,
+            require_steady=args.require_steady,
         )
     finally:
         bar.close()

@@ -649,6 +649,7 @@ def measure(
     progress: Progress | None = None,
     weights_for: Callable[[Measurements], dict[str, float]] | None = None,
     deadline: float | None = None,
+    check: Callable[[Measurements], None] | None = None,
 ) -> Measurements:
     """Measure chains until the budget is used (see the module docstring).
 
@@ -663,6 +664,9 @@ def measure(
         None keeps the defaults.
     deadline
         ``time.monotonic()`` value at which to stop (overrides ``cfg.budget_s``).
+    check
+        Called with the measurements after every batch; whatever it raises stops the run
+        (e.g. :func:`edgepart.profiling.machine_state.steady_check`).
 
     Raises
     ------
@@ -826,6 +830,8 @@ def measure(
             }
         )
         del prepared, allt
+        if check is not None:
+            check(meas)
         b += 1
         now = time.monotonic()
         per_chain = max((now - last_t) / max(cfg.batch, 1), 0.05)

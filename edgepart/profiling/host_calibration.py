@@ -23,6 +23,7 @@ stores in the predictor how much faster or slower the machine runs now than it d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -35,8 +36,9 @@ import numpy as np
 from edgepart.cost.predictor import Predictor, load_predictor
 from edgepart.cost.predictor_fit import FitReport, chain_data, cross_validate
 from edgepart.devices.profile import host_profile_path
-from edgepart.errors import UsageError
+from edgepart.errors import UnsteadyMachineError, UsageError
 from edgepart.fileio import atomic_write_text
+from edgepart.profiling import machine_state
 from edgepart.profiling.calibrate import (
     MeasureConfig,
     Measurements,
@@ -134,19 +136,28 @@ def calibrate_host(
     statistic: str = "p10",
     out_dir: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    require_steady: float | None = None,
 ) -> HostCalibration:
     """Measure this machine and write its profile and predictor (module docstring).
+
+    ``require_steady``: stop after the first
+    :data:`~edgepart.profiling.machine_state.STEADY_BATCHES` batches if the machine ran more
+    unsteadily than this (:func:`~edgepart.profiling.machine_state.steady_check`), writing
+    nothing; ``None`` calibrates whatever the machine does (the fit reports how steady it was).
 
     Raises
     ------
     UsageError
         On a budget too small to measure anything useful.
+    UnsteadyMachineError
+        With ``require_steady``, on a machine that ran less steadily.
     """
     if budget_s < 30:
         raise UsageError(f"--budget {budget_s / 60:g} min: need at least half a minute")
     t0 = time.monotonic()
     cfgs = list(configs or default_configs())
     out = Path(out_dir) if out_dir is not None else host_profile_path().parent
+    created = [d for d in (out, *out.parents) if not d.exists()]  # the leaf first
     out.mkdir(parents=True, exist_ok=True)
     if progress:
         progress(0.0, "roofs")
@@ -158,7 +169,18 @@ def calibrate_host(
         if progress:
             progress(min(frac * MEASURE_SHARE, MEASURE_SHARE), label)
 
-    meas = measure(mcfg, progress=on_progress, weights_for=adaptive_weights, deadline=deadline)
+    check = None
+    if require_steady is not None:
+        check = machine_state.steady_check(require_steady, machine_state.STEADY_BATCHES)
+    try:
+        meas = measure(
+            mcfg, progress=on_progress, weights_for=adaptive_weights, deadline=deadline, check=check
+        )
+    except UnsteadyMachineError:
+        for d in created:  # nothing was written into them
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
     meas.budget_s = budget_s
     mpath = out / MEASUREMENTS_FILE
     meas.save(mpath)

@@ -52,23 +52,27 @@ by how far its batch's median is above that level (never multiplied).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from edgepart.cost.kernels import Kernels
 from edgepart.cost.predictor_fit import chain_data, fit_linear, linear_totals
+from edgepart.errors import UnsteadyMachineError
 from edgepart.profiling.calibrate import Measurements
 
 __all__ = [
+    "STEADY_BATCHES",
     "UNSTEADY_SPREAD",
     "StateCorrection",
     "at_calm_pool",
     "at_typical_state",
     "batch_speeds",
+    "batches_spread",
     "slow_pool_batches",
     "state_sensitivity",
+    "steady_check",
 ]
 
 # rounds a one-thread (CPU-clock) configuration is sampled in, when the batch does not say
@@ -92,6 +96,12 @@ CALM_POOL_QUANTILE = 0.25
 # 1.05 to 1.24 went with held-out chain errors of 5.9 to 11.7% (five under 8%), the five of 1.32
 # to 1.40 with 11.6 to 13.2%.
 UNSTEADY_SPREAD = 1.3
+# The batches a calibration that needs a steady machine is judged on before it goes on (about a
+# minute; calibrate --host --require-steady, steady_check). Their spread told the run's verdict
+# in the six stored calibrations of that guest: the first 20 batches of the two steady ones
+# spread 1.21 and 1.05 (the whole runs 1.18 and 1.20), of the four unsteady ones 1.32-1.38
+# (the whole runs 1.37-1.40); no window of 20 batches of a steady run went past 1.23.
+STEADY_BATCHES = 20
 
 Item = tuple[Kernels, float, float, str | None]
 
@@ -146,6 +156,43 @@ def batch_speeds(meas: Measurements, threads: int) -> dict[int, float]:
         return {}
     typical = float(np.median(list(figures.values())))
     return {k: v / typical for k, v in sorted(figures.items())}
+
+
+def batches_spread(meas: Measurements) -> float | None:
+    """How unsteady the machine ran over the batches measured so far: the one-thread canary's
+    batch speeds (:func:`batch_speeds`), their 90th percentile over their 10th (the figure
+    :attr:`StateCorrection.spread` takes over the chains); ``None`` before three batches have a
+    canary record."""
+    speeds = list(batch_speeds(meas, 1).values())
+    if len(speeds) < 3:
+        return None
+    q10, q90 = np.percentile(speeds, [10, 90])
+    return float(q90 / max(q10, 1e-12))
+
+
+def steady_check(
+    limit: float = UNSTEADY_SPREAD, batches: int = STEADY_BATCHES
+) -> Callable[[Measurements], None]:
+    """A check for :func:`edgepart.profiling.calibrate.measure` (``check=``): once ``batches``
+    batches have a canary record, it raises :class:`UnsteadyMachineError` if their
+    :func:`batches_spread` is past ``limit``; after that it passes. A calibration on such a
+    machine would carry that noise (:data:`UNSTEADY_SPREAD`): better to learn it in a minute than
+    at the end."""
+
+    def check(meas: Measurements) -> None:
+        done = sum(1 for b in meas.batches if b.get("canary_cpu_s"))
+        if done != batches:
+            return
+        spread = batches_spread(meas)
+        if spread is not None and spread > limit:
+            raise UnsteadyMachineError(
+                f"calibrate: the machine is unsteady now: over its first {done} batches of "
+                f"chains the canary's slow batches ran {spread:.2f}x as long as its fast ones "
+                f"(past {limit:g}x a calibration is measured in that noise); nothing was "
+                "written: calibrate again when the machine is quiet, or without requiring it steady"
+            )
+
+    return check
 
 
 def _log_residuals(items: Sequence[Item]) -> np.ndarray:

@@ -518,6 +518,42 @@ def test_calibrate_host_end_to_end_within_its_budget(tmp_path, monkeypatch, caps
         assert 0 <= cf["subgraph_op"] < 5e-6
 
 
+@pytest.mark.slow
+def test_requiring_a_steady_machine_stops_early_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """`--require-steady` judges the first batches and stops at once on a machine past the limit:
+    status 2, one line that says how unsteady, and no file or directory left behind. No machine
+    measures three batches at exactly one speed, so with the limit at 1.0 every run stops; the
+    batches judged are three instead of twenty to keep the test short."""
+    import edgepart.api.prediction as api
+    from edgepart.profiling import machine_state
+
+    monkeypatch.setattr(api, "UNSTEADY_SPREAD", 1.0)
+    monkeypatch.setattr(machine_state, "STEADY_BATCHES", 3)
+    out = tmp_path / "new" / "host"
+    t0 = time.monotonic()
+    rc = main(["calibrate", "--host", "--require-steady", "--budget", "2", "-o", str(out),
+               "--no-progress", "--family", "linear"])  # fmt: skip
+    assert rc == 2
+    assert time.monotonic() - t0 < 60  # three batches, not the two-minute budget
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in cap.err
+    assert lines[0].startswith("edgepart: error: calibrate: the machine is unsteady now")
+    assert "first 3 batches" in lines[0] and "nothing was written" in lines[0]
+    assert not (tmp_path / "new").exists()
+
+
+def test_require_steady_is_for_a_calibration_that_measures(small_measurements, tmp_path, capsys):
+    _, path = small_measurements
+    rc = main(["calibrate", "--host", "--require-steady", "--fit-only", str(path),
+               "--predictor-out", str(tmp_path / "p.json")])  # fmt: skip
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--require-steady" in err and "not with --fit-only" in err
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_pool_chains_never_pool_an_identity():
     # a 1x1 image pools only as an identity, which XNNPACK elides, and with it every op of a
     # chain that ends there: such chains measured nothing but the fixed costs

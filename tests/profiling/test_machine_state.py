@@ -6,13 +6,16 @@ import numpy as np
 import pytest
 
 from edgepart.cost.kernels import FEATURES, Kernels
+from edgepart.errors import UnsteadyMachineError
 from edgepart.profiling.calibrate import Measurements
 from edgepart.profiling.machine_state import (
     UNSTEADY_SPREAD,
     at_calm_pool,
     at_typical_state,
     batch_speeds,
+    batches_spread,
     slow_pool_batches,
+    steady_check,
 )
 
 MACS = FEATURES.index("macs")
@@ -205,3 +208,43 @@ def test_the_multi_thread_fit_leaves_the_slow_pool_batches_out():
     assert state is not None and state["calm_pool_quantile"] == 0.25
     assert 1.0 <= state["calm_pool_median_factor"] < 1.05
     assert by["xnnpack_1t"].machine_state is None
+
+
+def _batches(canary: list[float]) -> Measurements:
+    meas = Measurements(host={}, configs=[("xnnpack", 1)], fixed={})
+    meas.batches = [
+        {"batch": b, "canary_cpu_s": [c * 1e-4, 2 * c * 1e-4], "cpu_rounds": 5}
+        for b, c in enumerate(canary)
+    ]
+    return meas
+
+
+def test_the_spread_so_far_is_the_batches_canary_p90_over_p10():
+    """Each batch's canary figure (its rounds' 10th percentile), then their 90th percentile over
+    their 10th; nothing to judge before three batches with a canary record."""
+    assert batches_spread(_batches([1.0, 1.5])) is None
+    assert batches_spread(Measurements(host={}, configs=[("xnnpack", 1)], fixed={})) is None
+    speeds = [1.0, 1.2, 1.1, 1.6, 1.0, 1.3]
+    p10 = [np.percentile([c, 2 * c], 10) for c in speeds]
+    want = np.percentile(p10, 90) / np.percentile(p10, 10)
+    assert batches_spread(_batches(speeds)) == pytest.approx(want, rel=1e-12)
+    assert batches_spread(_batches([1.0] * 5)) == pytest.approx(1.0)
+
+
+def test_a_steady_check_judges_the_first_batches_once():
+    """Before its batches are in, and after it judged them, the check passes; at that moment it
+    raises on a machine that swung past the limit, with the figure and what to do."""
+    unsteady = [1.0, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.5]
+    check = steady_check(UNSTEADY_SPREAD, batches=5)
+    for n in (3, 4):
+        check(_batches(unsteady[:n]))  # too early to judge
+    with pytest.raises(UnsteadyMachineError) as exc:
+        check(_batches(unsteady[:5]))
+    msg = str(exc.value)
+    assert "first 5 batches" in msg and "1.50x as long" in msg
+    assert "nothing was written" in msg and "when the machine is quiet" in msg
+    check(_batches(unsteady))  # judged once, at the fifth batch
+    steady = [1.0, 1.05, 1.1, 1.02, 1.08]
+    check(_batches(steady))
+    # the limit is the caller's: the same batches pass a looser one
+    steady_check(1.6, batches=5)(_batches(unsteady[:5]))
