@@ -33,7 +33,7 @@ from edgepart.profiling.host_calibration import (
     default_configs,
     refit,
 )
-from edgepart.profiling.machine_state import UNSTEADY_SPREAD
+from edgepart.profiling.machine_state import STEADY_LIMIT
 from edgepart.profiling.model_estimate import EstimateReport, estimate_file
 from edgepart.profiling.recheck import RECHECK_CHAINS, Recheck
 from edgepart.profiling.table_fit import predictor_from_tables
@@ -116,7 +116,7 @@ def calibrate_host(
         Called as ``progress(done, 1000, label)``: thousandths of the budget spent.
     require_steady
         Stop within about a minute, writing nothing, if the machine runs unsteadily then (its
-        canary's slow batches take more than 1.3 times as long as its fast ones: calibrations
+        canary's slow batches take more than 1.25 times as long as its fast ones: calibrations
         measured in such noise hold out about twice the error). By default the calibration
         goes on and its report says how steady the machine was.
 
@@ -168,7 +168,7 @@ def calibrate_host(
         statistic=statistic,
         out_dir=out_dir,
         progress=None if progress is None else lambda f, s: progress(_steps(f), _STEPS, s),
-        require_steady=UNSTEADY_SPREAD if require_steady else None,
+        require_steady=STEADY_LIMIT if require_steady else None,
     )
 
 

@@ -102,7 +102,7 @@ def register(subparsers: Any) -> None:
         "--require-steady",
         action="store_true",
         help="stop within about a minute (status 2, nothing written) if the machine runs "
-        "unsteadily then: its canary's slow batches take more than 1.3 times as long as its "
+        "unsteadily then: its canary's slow batches take more than 1.25 times as long as its "
         "fast ones, where calibrations hold out about twice the error; by default the "
         "calibration goes on and its report says how steady the machine was",
     )

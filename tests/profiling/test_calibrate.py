@@ -527,7 +527,7 @@ def test_requiring_a_steady_machine_stops_early_and_writes_nothing(tmp_path, mon
     import edgepart.api.prediction as api
     from edgepart.profiling import machine_state
 
-    monkeypatch.setattr(api, "UNSTEADY_SPREAD", 1.0)
+    monkeypatch.setattr(api, "STEADY_LIMIT", 1.0)
     monkeypatch.setattr(machine_state, "STEADY_BATCHES", 3)
     out = tmp_path / "new" / "host"
     t0 = time.monotonic()

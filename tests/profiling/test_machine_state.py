@@ -9,6 +9,7 @@ from edgepart.cost.kernels import FEATURES, Kernels
 from edgepart.errors import UnsteadyMachineError
 from edgepart.profiling.calibrate import Measurements
 from edgepart.profiling.machine_state import (
+    STEADY_LIMIT,
     UNSTEADY_SPREAD,
     at_calm_pool,
     at_typical_state,
@@ -235,7 +236,7 @@ def test_a_steady_check_judges_the_first_batches_once():
     """Before its batches are in, and after it judged them, the check passes; at that moment it
     raises on a machine that swung past the limit, with the figure and what to do."""
     unsteady = [1.0, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.5]
-    check = steady_check(UNSTEADY_SPREAD, batches=5)
+    check = steady_check(STEADY_LIMIT, batches=5)
     for n in (3, 4):
         check(_batches(unsteady[:n]))  # too early to judge
     with pytest.raises(UnsteadyMachineError) as exc:
@@ -244,7 +245,7 @@ def test_a_steady_check_judges_the_first_batches_once():
     assert "first 5 batches" in msg and "1.50x as long" in msg
     assert "nothing was written" in msg and "when the machine is quiet" in msg
     check(_batches(unsteady))  # judged once, at the fifth batch
-    steady = [1.0, 1.05, 1.1, 1.02, 1.08]
+    steady = [1.0, 1.05, 1.2, 1.02, 1.08]  # 1.2x: past neither the early limit nor the run's
     check(_batches(steady))
     # the limit is the caller's: the same batches pass a looser one
     steady_check(1.6, batches=5)(_batches(unsteady[:5]))
