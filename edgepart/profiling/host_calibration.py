@@ -24,6 +24,7 @@ stores in the predictor how much faster or slower the machine runs now than it d
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -157,7 +158,8 @@ def calibrate_host(
     t0 = time.monotonic()
     cfgs = list(configs or default_configs())
     out = Path(out_dir) if out_dir is not None else host_profile_path().parent
-    created = [d for d in (out, *out.parents) if not d.exists()]  # the leaf first
+    # the directories this call creates, the leaf first: removed again if it stops early
+    created = list(itertools.takewhile(lambda d: not d.exists(), (out, *out.parents)))
     out.mkdir(parents=True, exist_ok=True)
     if progress:
         progress(0.0, "roofs")

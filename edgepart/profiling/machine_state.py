@@ -193,8 +193,8 @@ def steady_check(
                 f"calibrate: the machine is unsteady now: over its first {done} batches of "
                 f"chains the canary's slow batches ran {spread:.2f}x as long as its fast ones "
                 f"(past {limit:g}x the whole calibration is likely to be measured in that noise); "
-                "nothing was "
-                "written: calibrate again when the machine is quiet, or without requiring it steady"
+                "nothing was written: calibrate again when the machine is quiet, or without "
+                "requiring it steady"
             )
 
     return check
