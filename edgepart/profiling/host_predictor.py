@@ -87,14 +87,13 @@ def fit_host_predictor(
     for ex, th in order:
         name = config_name(ex, th)
         fx = meas.fixed.get(name, {})
+        excess = _Excess(meas.fixed_moments.get(name) or [fx], get)
         invoke = get(Stats(**fx["invoke"])) if "invoke" in fx else 0.0
         # a plan with builtin kernels costs more to invoke than an empty model: left out of
         # each chain's fixed cost, it lands on the kernels (a one-element builtin ADD was
         # priced at 129 ns against 55 measured), over-pricing models of many tiny kernels
-        plan = max(get(Stats(**fx["op_chain"])) - invoke, 0.0) if "op_chain" in fx else 0.0
-        node = 0.0
-        if "delegate_node" in fx:
-            node = max(get(Stats(**fx["delegate_node"])) - invoke, 0.0)
+        plan = excess({"op_chain": 1.0, "invoke": -1.0}) or 0.0
+        node = excess({"delegate_node": 1.0, "invoke": -1.0}) or 0.0
         timed = chains_for(meas, name, statistic)
         if len(timed) < 2 * folds:
             _refuse_dropped(meas, name, ex, len(timed), 2 * folds)
@@ -196,7 +195,7 @@ def fit_host_predictor(
             family = rep.family
         configs[name] = config_predictor(
             name, ex, th, invoke, {"xnnpack": node} if ex == "xnnpack" else {}, models, rep,
-            fallback, _control_costs(fx, invoke + plan, get), plan,
+            fallback, _control_costs(excess), plan,
         )  # fmt: skip
         if d.ref_models is not None and ref_cp is not None:
             configs[name].extra["reference"] = ref_cp.name
@@ -315,14 +314,38 @@ def _one_task_seconds(
     return out
 
 
-def _control_costs(
-    fx: dict[str, Any], invoke: float, get: Callable[[Stats], float]
-) -> dict[str, float]:
+class _Excess:
+    """What a combination of the fixed-cost models costs, from each moment that timed them all.
+
+    A calibration times the fixed-cost models at moments across the run, all of them
+    interleaved round by round (``FixedSamplers``); a moment's figures were taken together, so
+    a difference of them is that moment's. The median over the moments of those differences
+    drops the moments a burst of other work inflated one model more than another; a difference
+    of each model's median over the moments does not pair them, and on a busy machine left an
+    ``IF`` costing nothing (a one-minute calibration) or 40% more than the paired figure (a
+    twenty-minute one). Measurements without moments have their medians only (one moment).
+    """
+
+    def __init__(self, moments: Sequence[Mapping[str, Any]], get: Callable[[Stats], float]) -> None:
+        self.moments, self.get = moments, get
+
+    def __call__(self, terms: Mapping[str, float]) -> float | None:
+        """The median over the moments of ``sum(w * model)`` over ``terms`` (model: weight),
+        clipped at 0 (a cost is not negative); None if no moment timed every model."""
+        vals = [
+            sum(w * self.get(Stats(**m[k])) for k, w in terms.items())
+            for m in self.moments
+            if all(k in m for k in terms)
+        ]
+        return max(float(np.median(vals)), 0.0) if vals else None
+
+
+def _control_costs(excess: _Excess) -> dict[str, float]:
     """What control-flow ops cost beyond the kernels of the subgraphs they call, from the
-    fixed-cost measurements (:mod:`edgepart.profiling.timing`): the loop's
-    intercept less the invocation (``invoke``: of a plan of builtin kernels) and its one
-    condition op, its slope less the two ops of an iteration, the ``IF`` less the invocation
-    and its branch's op.
+    fixed-cost measurements (:mod:`edgepart.profiling.timing`; each a median over the moments,
+    :class:`_Excess`): the loop's intercept less the invocation of a plan of builtin kernels
+    (``op_chain``) and its one condition op (``int_op``), its slope less the two ops of an
+    iteration, the ``IF`` less the invocation and its branch's op.
 
     With the loops of a wider body (``loop_wide``), also what an invocation of a ``WHILE`` or
     ``IF`` costs per op of the subgraphs it calls (``subgraph_op``: LiteRT allocates and
@@ -330,18 +353,22 @@ def _control_costs(
     intercept above the one-op loop's, per extra op. The entries are then without their own
     subgraphs' ops (the loop's condition and body, the branch), which the prediction adds back
     op by op."""
-    if not all(k in fx for k in ("loop", "loop_iteration", "int_op", "branch")):
+    entry = {"op_chain": -1.0, "int_op": -1.0}
+    out = {
+        "while_iteration": excess({"loop_iteration": 1.0, "int_op": -2.0}),
+        "while": excess({"loop": 1.0, **entry}),
+        "if": excess({"branch": 1.0, **entry}),
+    }
+    if any(v is None for v in out.values()):
         return {}
-    op = get(Stats(**fx["int_op"]))
-    loop, branch = get(Stats(**fx["loop"])), get(Stats(**fx["branch"]))
-    out = {"while_iteration": max(get(Stats(**fx["loop_iteration"])) - 2 * op, 0.0)}
-    per_op = 0.0
-    if "loop_wide" in fx:
-        per_op = max((get(Stats(**fx["loop_wide"])) - loop) / (WIDE_BODY_OPS - 1), 0.0)
+    per = 1.0 / (WIDE_BODY_OPS - 1)  # the wide loop's extra ops
+    per_op = excess({"loop_wide": per, "loop": -per})
+    if per_op is not None:
+        # less the ops of the subgraphs each calls: a loop's two, a branch's one
         out["subgraph_op"] = per_op
-    out["while"] = max(loop - invoke - op - 2 * per_op, 0.0)
-    out["if"] = max(branch - invoke - op - per_op, 0.0)
-    return dict(sorted(out.items()))
+        out["while"] = excess({"loop": 1.0 + 2 * per, "loop_wide": -2 * per, **entry})
+        out["if"] = excess({"branch": 1.0, "loop": per, "loop_wide": -per, **entry})
+    return {k: v for k, v in sorted(out.items()) if v is not None}
 
 
 def _refuse_dropped(meas: Measurements, name: str, ex: str, n: int, need: int) -> None:

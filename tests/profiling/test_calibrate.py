@@ -223,16 +223,24 @@ def test_tree_refits_are_byte_identical(small_measurements, tmp_path, family):
     assert fams <= {"linear", "gbt", "rf"} and (family == "auto" or fams == {family})
 
 
-def _fits_with_fixed_cost(meas, key, base, dt):
+def _fits_with_fixed_cost(meas, key, base, dt, drop=True):
     """Refits (linear, seed 0) of ``meas`` with builtin_1t's fixed cost ``key`` set to its
-    ``base`` cost plus ``dt`` seconds, and without ``key``; and the measurements refitted."""
+    ``base`` cost plus ``dt`` seconds, and without ``key`` (``drop``; else with ``key`` at
+    ``base`` exactly); and the measurements refitted. Every moment is set alike."""
     import copy
 
-    m = copy.deepcopy(meas)
-    fx = m.fixed["builtin_1t"]
-    fx[key] = {k: (v + dt if k.endswith("_s") else v) for k, v in fx[base].items()}
-    without = copy.deepcopy(m)
-    del without.fixed["builtin_1t"][key]
+    def with_key(meas, dt):
+        m = copy.deepcopy(meas)
+        moments = m.fixed_moments["builtin_1t"]
+        assert len(moments) >= 2  # the fit pairs the models moment by moment
+        for fx in (m.fixed["builtin_1t"], *moments):
+            if dt is None:
+                del fx[key]
+            else:
+                fx[key] = {k: (v + dt if k.endswith("_s") else v) for k, v in fx[base].items()}
+        return m
+
+    m, without = with_key(meas, dt), with_key(meas, None if drop else 0.0)
     pa, _ = fit_host_predictor(m, family="linear", seed=0)
     pb, _ = fit_host_predictor(without, family="linear", seed=0)
     return pa.configs["builtin_1t"], pb.configs["builtin_1t"], m
@@ -253,6 +261,44 @@ def test_a_wider_loop_body_prices_preparing_a_called_op(small_measurements):
     assert a["while_iteration"] == b["while_iteration"]
 
 
+def test_control_costs_pair_the_fixed_cost_models_moment_by_moment(small_measurements):
+    """An IF's cost is a difference of fixed-cost models timed together at each moment of the
+    calibration. The machine runs at another speed at every moment, and a burst of other work
+    inflates the branch model alone at two of five: the fit takes each moment's difference,
+    then the median, which lands on a figure a clean moment measured; the difference of each
+    model's median over the moments (measurements without moments) does not."""
+    import copy
+
+    from edgepart.cost.stats import Stats
+    from edgepart.profiling.calibrate import median_costs
+
+    def at(s: float) -> dict:
+        return Stats(s, s, s, s, 9).to_json()
+
+    base = {"invoke": 0.5e-6, "op_chain": 0.6e-6, "int_op": 0.05e-6, "loop": 1.5e-6,
+            "loop_iteration": 0.15e-6, "branch": 1.1e-6}  # fmt: skip
+    speeds, burst = (1.0, 1.1, 1.2, 1.3, 1.4), (0.5e-6, 0.5e-6, 0.0, 0.0, 0.0)
+    moments = [
+        {k: at(v * s + (b if k == "branch" else 0.0)) for k, v in base.items()}
+        for s, b in zip(speeds, burst, strict=True)
+    ]
+    clean = [0.45e-6 * s for s in speeds[2:]]  # the IF at the moments the burst missed
+    m = copy.deepcopy(meas := small_measurements[0])
+    m.fixed["builtin_1t"] = median_costs(moments)
+    m.fixed_moments["builtin_1t"] = moments
+    unpaired = copy.deepcopy(m)
+    unpaired.fixed_moments["builtin_1t"] = []
+    a = fit_host_predictor(m, family="linear", seed=0)[0].configs["builtin_1t"].control_s
+    b = fit_host_predictor(unpaired, family="linear", seed=0)[0].configs["builtin_1t"].control_s
+    assert a["if"] == pytest.approx(max(clean))  # the median moment's IF is a clean one's
+    # the branch's median over the moments (1.54 us) is a burst moment's, the others' are not
+    assert b["if"] == pytest.approx(1.54e-6 - 0.72e-6 - 0.06e-6)
+    assert b["if"] > 1.2 * max(clean)
+    # the loop's models moved with the machine only: either way its cost is the middle one's
+    assert a["while"] == pytest.approx(b["while"]) == pytest.approx(0.85e-6 * 1.2)
+    assert meas.fixed_moments["builtin_1t"] != moments  # the fixture is left as it was
+
+
 def test_the_builtin_plan_cost_comes_off_the_chains_not_their_kernels(small_measurements):
     """The calibration measures the invocation of a plan of builtin ops (``op_chain``, the
     intercept of int32 ``ADD`` chains) beside the empty one; the fit charges the difference
@@ -263,7 +309,7 @@ def test_the_builtin_plan_cost_comes_off_the_chains_not_their_kernels(small_meas
     meas, _ = small_measurements
     for cfg in ("builtin_1t", "xnnpack_1t"):
         assert meas.fixed[cfg]["op_chain"]["p10_s"] > 0
-    a, b, m = _fits_with_fixed_cost(meas, "op_chain", "invoke", 1e-7)
+    a, b, m = _fits_with_fixed_cost(meas, "op_chain", "invoke", 1e-7, drop=False)
     assert a.builtin_plan_s == pytest.approx(1e-7, rel=1e-6) and b.builtin_plan_s == 0.0
     assert a.control_s["while"] == pytest.approx(max(b.control_s["while"] - 1e-7, 0.0))
     ks = [c.kernels["builtin"] for c, _ in chains_for(m, "builtin_1t")]
