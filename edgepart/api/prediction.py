@@ -115,10 +115,11 @@ def calibrate_host(
     progress
         Called as ``progress(done, 1000, label)``: thousandths of the budget spent.
     require_steady
-        Stop within about a minute, writing nothing, if the machine runs unsteadily then (its
-        canary's slow batches take more than 1.25 times as long as its fast ones: calibrations
-        measured in such noise hold out about twice the error). By default the calibration
-        goes on and its report says how steady the machine was.
+        Stop, writing nothing, as soon as the machine runs unsteadily (its canary's slow
+        batches take more than 1.25 times as long as its fast ones over the first minute, or
+        1.3 times over the batches so far at any later batch: calibrations measured in such
+        noise hold out about twice the error). By default the calibration goes on and its
+        report says how steady the machine was.
 
     Returns
     -------

@@ -101,10 +101,11 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--require-steady",
         action="store_true",
-        help="stop within about a minute (status 2, nothing written) if the machine runs "
-        "unsteadily then: its canary's slow batches take more than 1.25 times as long as its "
-        "fast ones, where calibrations hold out about twice the error; by default the "
-        "calibration goes on and its report says how steady the machine was",
+        help="stop (status 2, nothing written) as soon as the machine runs unsteadily: its "
+        "canary's slow batches take more than 1.25 times as long as its fast ones over the "
+        "first minute, or 1.3 times over the batches so far at any later batch, where "
+        "calibrations hold out about twice the error; by default the calibration goes on and "
+        "its report says how steady the machine was",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print the fit report as JSON")

@@ -143,8 +143,10 @@ def calibrate_host(
 
     ``require_steady``: stop after the first
     :data:`~edgepart.profiling.machine_state.STEADY_BATCHES` batches if the machine ran more
-    unsteadily than this (:func:`~edgepart.profiling.machine_state.steady_check`), writing
-    nothing; ``None`` calibrates whatever the machine does (the fit reports how steady it was).
+    unsteadily than this, or at any later batch if the batches so far ran more unsteadily
+    than :data:`~edgepart.profiling.machine_state.UNSTEADY_SPREAD`
+    (:func:`~edgepart.profiling.machine_state.steady_check`), writing nothing; ``None``
+    calibrates whatever the machine does (the fit reports how steady it was).
 
     Raises
     ------

@@ -232,9 +232,11 @@ def test_the_spread_so_far_is_the_batches_canary_p90_over_p10():
     assert batches_spread(_batches([1.0] * 5)) == pytest.approx(1.0)
 
 
-def test_a_steady_check_judges_the_first_batches_once():
-    """Before its batches are in, and after it judged them, the check passes; at that moment it
-    raises on a machine that swung past the limit, with the figure and what to do."""
+def test_a_steady_check_judges_the_first_batches_then_the_run_so_far():
+    """Before its batches are in the check passes; at that moment it raises on a machine that
+    swung past the early limit, with the figure and what to do; after it, at every batch, on a
+    run so far past the whole run's limit (UNSTEADY_SPREAD), which a steady start does not
+    promise."""
     unsteady = [1.0, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.5]
     check = steady_check(STEADY_LIMIT, batches=5)
     for n in (3, 4):
@@ -242,10 +244,23 @@ def test_a_steady_check_judges_the_first_batches_once():
     with pytest.raises(UnsteadyMachineError) as exc:
         check(_batches(unsteady[:5]))
     msg = str(exc.value)
-    assert "first 5 batches" in msg and "1.50x as long" in msg
+    assert "first 5 batches" in msg and "1.50x as long" in msg and f"past {STEADY_LIMIT:g}x" in msg
     assert "nothing was written" in msg and "when the machine is quiet" in msg
-    check(_batches(unsteady))  # judged once, at the fifth batch
-    steady = [1.0, 1.05, 1.2, 1.02, 1.08]  # 1.2x: past neither the early limit nor the run's
+    steady = [1.0, 1.05, 1.2, 1.02, 1.08]  # 1.14x: past neither the early limit nor the run's
     check(_batches(steady))
-    # the limit is the caller's: the same batches pass a looser one
+    # past the early limit after the first batches (1.27x), not past the run's: it goes on
+    later = [*steady, 1.27, 1.0, 1.27]
+    assert STEADY_LIMIT < batches_spread(_batches(later)) < UNSTEADY_SPREAD
+    check(_batches(later))
+    # then the machine swings: the run so far is past the run's limit at the eighth batch
+    swung = [*steady, 1.3, 1.0, 1.45]
+    check(_batches(swung[:6]))
+    check(_batches(swung[:7]))
+    with pytest.raises(UnsteadyMachineError) as exc:
+        check(_batches(swung))
+    msg = str(exc.value)
+    assert "over its 8 batches" in msg and "1.34x as long" in msg
+    assert f"past {UNSTEADY_SPREAD:g}x" in msg and "nothing was written" in msg
+    # the limits are the caller's: the same batches pass looser ones
     steady_check(1.6, batches=5)(_batches(unsteady[:5]))
+    steady_check(STEADY_LIMIT, batches=5, run_limit=1.4)(_batches(swung))
