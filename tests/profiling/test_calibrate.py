@@ -148,6 +148,70 @@ def test_fixed_costs_are_the_median_of_moments_across_the_run(small_measurements
             assert st["count"] == sum(g.count for g in got)
 
 
+def test_a_batch_is_visited_in_runs_of_rounds_with_its_cpu_rounds_spread_over_them():
+    from edgepart.profiling.calibrate import cpu_round_set, visit_schedule
+
+    assert visit_schedule(9, 3) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    assert visit_schedule(5, 3) == [[0, 1], [2, 3], [4]]
+    assert visit_schedule(2, 3) == [[0], [1]]  # no empty visit
+    assert visit_schedule(9, 1) == [list(range(9))]
+    assert cpu_round_set(9, 5) == {0, 2, 4, 6, 8}  # two, one and two in the three visits
+    assert cpu_round_set(5, 5) == cpu_round_set(5, 9) == set(range(5))
+    for n, k in ((9, 3), (9, 4), (12, 5), (7, 6)):
+        got = cpu_round_set(n, k)
+        assert len(got) == k and min(got) == 0 and max(got) == n - 1
+
+
+@pytest.mark.parametrize("visits", [1, 3])
+def test_a_chains_samples_span_the_preparation_of_later_batches(monkeypatch, visits):
+    """With three visits, a batch's rounds are sampled while the next two batches are prepared
+    and sampled: each chain's samples straddle later batches' preparation (a burst of other
+    work over a second then seldom covers all of them). With one visit, as before, a batch is
+    done before the next is prepared. Every chain still gets all its samples."""
+    import edgepart.profiling.calibrate as cal
+
+    events: list[tuple[str, int]] = []
+    chains: set[bytes] = set()
+    alive: list[cal.Sampler] = []
+    canary = cal.canary_model()
+    prepare, sample, write = cal.prepare_sampler, cal.Sampler.sample, cal.write_model
+
+    def logged_write(model):
+        content = write(model)
+        chains.add(content)
+        return content
+
+    def logged_prepare(content, *a, **k):
+        smp = prepare(content, *a, **k)
+        if content in chains and content != canary:  # a chain's, not a fixed cost's
+            events.append(("prep", id(smp)))
+            alive.append(smp)  # no id reused by a later sampler
+        return smp
+
+    def logged_sample(self, rnd):
+        events.append(("sample", id(self)))
+        sample(self, rnd)
+
+    monkeypatch.setattr(cal, "write_model", logged_write)
+    monkeypatch.setattr(cal, "prepare_sampler", logged_prepare)
+    monkeypatch.setattr(cal.Sampler, "sample", logged_sample)
+    cfg = MeasureConfig(configs=(("xnnpack", 1),), seed=5, batch=4, max_chains=20, visits=visits)
+    meas = measure(cfg)
+    chain_samplers = [sid for e, sid in events if e == "prep"]
+    straddled = []
+    for sid in chain_samplers:
+        at = [i for i, (e, s) in enumerate(events) if e == "sample" and s == sid]
+        later = {s for e, s in events[at[0] : at[-1]] if e == "prep"}
+        straddled.append(len(later))
+    assert len(meas.chains) == 20 and all(b["visits"] == visits for b in meas.batches)
+    assert all(c.stats["xnnpack_1t"].count == cfg.cpu_rounds for c in meas.chains)
+    if visits == 1:
+        assert max(straddled) == 0
+    else:
+        # the first three batches' chains straddle the next two batches' (8 samplers)
+        assert min(straddled[:12]) >= 2 * cfg.batch
+
+
 def test_median_stats_keeps_the_order_of_the_statistics():
     from edgepart.cost.stats import Stats, median_stats
 
