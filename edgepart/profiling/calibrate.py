@@ -8,12 +8,8 @@ measurements (and is then byte-identical for the same seed):
    real LiteRT interpreter, until the time budget (less what the fit will need) is used up.
    Chains are measured in batches: every chain of a batch is prepared under every
    configuration, then the batch is sampled round-robin in a random order per round, so
-   interference from other processes is spread over all of them. A batch's rounds are
-   sampled in ``MeasureConfig.visits`` visits: each time a new batch is prepared, one visit
-   to every open batch (the new one and the two before it), their rounds interleaved, so a
-   chain's samples span the time three batches take to prepare (seconds), not the fraction of
-   a second one round-robin takes. A *canary* chain timed at every step of those visits
-   measures the interference: samples of rounds where the canary
+   interference from other processes is spread over all of them, and a *canary* chain timed
+   at the start of every round measures that interference: samples of rounds where the canary
    ran more than 25% over its best are dropped (wall-clock samples; with one thread the CPU
    clock already leaves preemption out). Every batch records the canary's samples of each
    round on both clocks (``canary_wall_s``, ``canary_cpu_s``): how fast the machine ran
@@ -102,9 +98,8 @@ Progress = Callable[[float, str], None]
 
 FIXED_START_ROUNDS = 40  # rounds of the fixed-cost models before the first chain
 FIXED_EVERY = 4  # ... and a moment of them in every FIXED_EVERY-th batch
-# canary samples the wall-clock filter's reference is taken over (about 20 batches, a minute:
-# one sample per step of a window, three steps a window when batches are visited three times)
-CANARY_WINDOW = 60
+# canary rounds the wall-clock filter's reference is taken over (about 20 batches, a minute)
+CANARY_WINDOW = 180
 
 
 def canary_reference(wall: Sequence[float]) -> float:
@@ -143,12 +138,6 @@ class MeasureConfig:
         suffice.
     sample_s
         Target duration of one sample.
-    visits
-        A batch's rounds are sampled in this many visits, one in each of the next batches'
-        sampling windows, together with the batches opened before it (:func:`visit_schedule`;
-        CPU-clock samplers in rounds spread over all of them, :func:`cpu_round_set`): a
-        chain's samples then span seconds instead of a fraction of one, and a burst of other
-        work seldom covers them all.
     adaptive
         Re-weight kernel classes by their quick-fit error between batches.
     max_chains
@@ -166,7 +155,6 @@ class MeasureConfig:
     rounds: int = 9
     cpu_rounds: int = 5
     sample_s: float = 1e-3
-    visits: int = 3
     adaptive: bool = True
     max_chains: int = 0
     canary_limit: float = 1.25
@@ -655,40 +643,6 @@ def load_now() -> float:
         return 0.0
 
 
-def visit_schedule(n_rounds: int, visits: int) -> list[list[int]]:
-    """A batch's rounds ``0..n_rounds-1`` in ``visits`` runs of consecutive rounds (as even as
-    can be; fewer visits than asked when there are fewer rounds)."""
-    return [v.tolist() for v in np.array_split(np.arange(n_rounds), max(min(visits, n_rounds), 1))]
-
-
-def cpu_round_set(n_rounds: int, cpu_rounds: int) -> frozenset[int]:
-    """The rounds CPU-clock samplers sample in: ``cpu_rounds`` of the ``n_rounds``, spread
-    evenly from the first to the last, so a chain's CPU-time samples span all its visits."""
-    if cpu_rounds >= n_rounds:
-        return frozenset(range(n_rounds))
-    if cpu_rounds <= 1:
-        return frozenset({0})
-    return frozenset(round(i * (n_rounds - 1) / (cpu_rounds - 1)) for i in range(cpu_rounds))
-
-
-@dataclass
-class _OpenBatch:
-    """A batch being sampled (:func:`measure`): its chains and samplers, the rounds of each
-    visit, which visit comes next, and the canary's figures in its rounds so far."""
-
-    b: int
-    prepared: list[tuple[ChainSpec, Any, bytes, dict[str, Sampler], dict[str, Any]]]
-    allt: list[tuple[int, Sampler]]  # (chain index or -1 for a fixed-cost model, sampler)
-    base: int  # the fixed-cost samplers' label of this batch's round 0 (-1: none)
-    n_rounds: int
-    load: float
-    schedule: list[list[int]]
-    cpu_rounds: frozenset[int]
-    visit: int = 0
-    canary_wall: dict[int, float] = field(default_factory=dict)
-    canary_cpu: dict[int, float] = field(default_factory=dict)
-
-
 def measure(
     cfg: MeasureConfig,
     *,
@@ -772,22 +726,65 @@ def measure(
     b = 0
     last_t = time.monotonic()
     per_chain = 0.5  # seconds per chain, refined as batches complete
-    open_: list[_OpenBatch] = []  # batches with visits to go, the oldest first
-
-    def close(ob: _OpenBatch) -> None:
-        """A batch's last visit is done: its statistics, chain records and batch record."""
-        rounds = range(ob.n_rounds)
-        canary_vals = [ob.canary_wall[r] for r in rounds]
+    while True:
+        now = time.monotonic()
+        if now + per_chain * cfg.batch * 0.5 > end:
+            break
+        if cfg.max_chains and len(meas.chains) >= cfg.max_chains:
+            break
+        if cfg.adaptive and weights_for is not None and b >= 2 and (b <= 8 or b % 8 == 0):
+            weights = weights_for(meas)  # often early, then every 8 batches (it costs a fit)
+        specs = draw_specs(rng, cfg.batch, weights=weights)
+        batch_load = load_now()
+        prepared: list[tuple[ChainSpec, Any, bytes, dict[str, Sampler], dict[str, Any]]] = []
+        for spec in specs:
+            try:
+                model = build_chain(spec)
+                content = write_model(model)
+            except (EdgepartError, ValueError, KeyError) as err:  # pragma: no cover - sampler bug
+                meas.batches.append({"batch": b, "error": f"build {spec.seed}: {err}"})
+                continue
+            samplers: dict[str, Sampler] = {}
+            info: dict[str, Any] = {}
+            for ex, th in cfg.configs:
+                try:
+                    samplers[config_name(ex, th)] = prepare_sampler(content, ex, th, cfg.sample_s)
+                except (EdgepartError, RuntimeError, ValueError) as err:
+                    info[config_name(ex, th)] = str(err)[:200]
+            prepared.append((spec, model, content, samplers, info))
+            if time.monotonic() > end:
+                break
+        # sample round-robin, in a fresh random order each round; the canary opens each round
+        allt = [
+            (ci, name, s) for ci, (_, _, _, ss, _) in enumerate(prepared) for name, s in ss.items()
+        ]
+        base = -1  # this batch's round r is round base + r of the fixed-cost samplers
+        if b % FIXED_EVERY == 0:
+            base, label = label, label + cfg.rounds
+            allt += [(-1, name, s) for name, fs in fixed.items() for s in fs.samplers]
+        canary_vals: list[float] = []
+        canary_cpu: list[float] = []
+        n_rounds = cfg.rounds if any(not t[2].cpu_clock for t in allt) else cfg.cpu_rounds
+        for r in range(n_rounds):
+            canary.sample(r)
+            canary_vals.append(canary.wall[-1])
+            canary_cpu.append(canary.cpu[-1])
+            for j in rng.permutation(len(allt)).tolist():
+                ci, _, smp = allt[j]
+                if r < cfg.cpu_rounds or not smp.cpu_clock:
+                    smp.sample(r if ci >= 0 else base + r)
+            if time.monotonic() > end and r >= 2:
+                break  # the budget is spent: keep the rounds sampled so far
         best = canary_reference(canary.wall)
         keep = {r for r, v in enumerate(canary_vals) if v <= cfg.canary_limit * best}
-        if ob.base >= 0:
+        if base >= 0:
             for name, fs in fixed.items():
                 # the canary filter for wall time only, as for the chains
-                kept = rounds if fs.empty.cpu_clock else sorted(keep)
-                got = fs.costs({ob.base + r for r in kept})
+                rounds = range(len(canary_vals)) if fs.empty.cpu_clock else sorted(keep)
+                got = fs.costs({base + r for r in rounds})
                 if got is not None:
                     moments[name].append(got)
-        for spec, model, content, samplers, info in ob.prepared:
+        for spec, model, content, samplers, info in prepared:
             stats, wall = {}, {}
             for ex, th in cfg.configs:
                 name = config_name(ex, th)
@@ -814,93 +811,28 @@ def measure(
                 except (EdgepartError, ValueError, KeyError, IndexError) as err:
                     note += f"; decompose {ex}: {err}"
             meas.chains.append(
-                ChainRecord(spec, stats, parts, kernels, ob.b, ob.load, note.strip("; "), wall)
+                ChainRecord(spec, stats, parts, kernels, b, batch_load, note.strip("; "), wall)
             )
         meas.batches.append(
             {
-                "batch": ob.b,
-                "chains": len(ob.prepared),
-                "load_start": ob.load,
+                "batch": b,
+                "chains": len(prepared),
+                "load_start": batch_load,
                 "load_end": load_now(),
                 "canary_best_s": best,
                 "canary_rounds_kept": len(keep),
                 # JSON has no infinity: None when every round is kept
                 "canary_limit": cfg.canary_limit if math.isfinite(cfg.canary_limit) else None,
                 "canary_wall_s": [float(v) for v in canary_vals],
-                "canary_cpu_s": [float(ob.canary_cpu[r]) for r in rounds],
+                "canary_cpu_s": [float(v) for v in canary_cpu],
                 "rounds": cfg.rounds,
                 "cpu_rounds": cfg.cpu_rounds,
-                "visits": len(ob.schedule),
             }
         )
+        del prepared, allt
         if check is not None:
             check(meas)
-
-    while True:
-        now = time.monotonic()
-        measured = len(meas.chains) + sum(len(ob.prepared) for ob in open_)
-        more = now + per_chain * cfg.batch * 0.5 <= end and not (
-            cfg.max_chains and measured >= cfg.max_chains
-        )
-        if not more and not open_:
-            break
-        if more:
-            if cfg.adaptive and weights_for is not None and b >= 2 and (b <= 8 or b % 8 == 0):
-                weights = weights_for(meas)  # often early, then every 8 batches (it costs a fit)
-            specs = draw_specs(rng, cfg.batch, weights=weights)
-            batch_load = load_now()
-            prepared: list[tuple[ChainSpec, Any, bytes, dict[str, Sampler], dict[str, Any]]] = []
-            for spec in specs:
-                try:
-                    model = build_chain(spec)
-                    content = write_model(model)
-                except (EdgepartError, ValueError, KeyError) as err:  # pragma: no cover - bug
-                    meas.batches.append({"batch": b, "error": f"build {spec.seed}: {err}"})
-                    continue
-                samplers: dict[str, Sampler] = {}
-                info: dict[str, Any] = {}
-                for ex, th in cfg.configs:
-                    try:
-                        samplers[config_name(ex, th)] = prepare_sampler(
-                            content, ex, th, cfg.sample_s
-                        )
-                    except (EdgepartError, RuntimeError, ValueError) as err:
-                        info[config_name(ex, th)] = str(err)[:200]
-                prepared.append((spec, model, content, samplers, info))
-                if time.monotonic() > end:
-                    break
-            allt = [(ci, s) for ci, (_, _, _, ss, _) in enumerate(prepared) for s in ss.values()]
-            base = -1  # this batch's round r is round base + r of the fixed-cost samplers
-            if b % FIXED_EVERY == 0:
-                base, label = label, label + cfg.rounds
-                allt += [(-1, s) for fs in fixed.values() for s in fs.samplers]
-            n_rounds = cfg.rounds if any(not smp.cpu_clock for _, smp in allt) else cfg.cpu_rounds
-            sched = visit_schedule(n_rounds, cfg.visits)
-            cpu = cpu_round_set(n_rounds, cfg.cpu_rounds)
-            open_.append(_OpenBatch(b, prepared, allt, base, n_rounds, batch_load, sched, cpu))
-            b += 1
-        # one visit to every open batch, their rounds sampled together: at each step the
-        # canary, then every open batch's samplers of that step's round, in a random order
-        for step in range(max(len(ob.schedule[ob.visit]) for ob in open_)):
-            canary.sample(step)
-            work: list[tuple[int, Sampler]] = []
-            for ob in open_:
-                visit = ob.schedule[ob.visit]
-                if step < len(visit):
-                    r = visit[step]
-                    ob.canary_wall[r], ob.canary_cpu[r] = canary.wall[-1], canary.cpu[-1]
-                    work += [
-                        (r if ci >= 0 else ob.base + r, smp)
-                        for ci, smp in ob.allt
-                        if r in ob.cpu_rounds or not smp.cpu_clock
-                    ]
-            for j in rng.permutation(len(work)).tolist():
-                label_r, smp = work[j]
-                smp.sample(label_r)
-        for ob in open_:
-            ob.visit += 1
-        while open_ and open_[0].visit == len(open_[0].schedule):
-            close(open_.pop(0))
+        b += 1
         now = time.monotonic()
         per_chain = max((now - last_t) / max(cfg.batch, 1), 0.05)
         last_t = now
