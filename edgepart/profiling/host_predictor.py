@@ -322,8 +322,8 @@ class _Excess:
     a difference of them is that moment's. The median over the moments of those differences
     drops the moments a burst of other work inflated one model more than another; a difference
     of each model's median over the moments does not pair them, and on a busy machine left an
-    ``IF`` costing nothing (a one-minute calibration) or 40% more than the paired figure (a
-    twenty-minute one). Measurements without moments have their medians only (one moment).
+    ``IF`` costing nothing (a one-minute calibration) or a quarter more than the paired figure
+    (a twenty-minute one). Measurements without moments have their medians only (one moment).
     """
 
     def __init__(self, moments: Sequence[Mapping[str, Any]], get: Callable[[Stats], float]) -> None:
