@@ -3,7 +3,8 @@
 The calibration (``edgepart calibrate --host``) times every generated chain a few times and
 fits on each chain's 10th percentile. On a machine that other work slows in bursts of a
 fraction of a second, samples taken close together share a burst, and the figure is off by as
-much. This benchmark measures that on this machine, now, and the two remedies side by side:
+much. This benchmark measures that on this machine, now, and what spreading the samples
+would buy against taking more of them:
 
 1. *Same moments, another interpreter*: each chain opened twice, both timed in the same
    rounds. Their figures differ only by where the chains' buffers landed.
@@ -19,7 +20,7 @@ timed on XNNPACK with one thread on the thread's CPU clock, as the calibration t
 
 Usage::
 
-    python benchmarks/sample_spread.py                    # 100 chains, 60 rounds (~40 s)
+    python benchmarks/sample_spread.py                    # 100 chains, 60 rounds (about a minute)
     python benchmarks/sample_spread.py --chains 50 --rounds 30 --json spread.json
 """
 

@@ -354,20 +354,19 @@ def _control_costs(excess: _Excess) -> dict[str, float]:
     subgraphs' ops (the loop's condition and body, the branch), which the prediction adds back
     op by op."""
     entry = {"op_chain": -1.0, "int_op": -1.0}
+    w = 1.0 / (WIDE_BODY_OPS - 1)  # per extra op of the wide loop
+    per_op = excess({"loop_wide": w, "loop": -w})
+    # less the ops of the subgraphs each calls, when measured: a loop's two, a branch's one
+    loop = {"loop": 1.0 + 2 * w, "loop_wide": -2 * w} if per_op is not None else {"loop": 1.0}
+    branch = {"branch": 1.0, "loop": w, "loop_wide": -w} if per_op is not None else {"branch": 1.0}
     out = {
         "while_iteration": excess({"loop_iteration": 1.0, "int_op": -2.0}),
-        "while": excess({"loop": 1.0, **entry}),
-        "if": excess({"branch": 1.0, **entry}),
+        "while": excess({**loop, **entry}),
+        "if": excess({**branch, **entry}),
+        "subgraph_op": per_op,
     }
-    if any(v is None for v in out.values()):
+    if any(out[k] is None for k in ("while_iteration", "while", "if")):
         return {}
-    per = 1.0 / (WIDE_BODY_OPS - 1)  # the wide loop's extra ops
-    per_op = excess({"loop_wide": per, "loop": -per})
-    if per_op is not None:
-        # less the ops of the subgraphs each calls: a loop's two, a branch's one
-        out["subgraph_op"] = per_op
-        out["while"] = excess({"loop": 1.0 + 2 * per, "loop_wide": -2 * per, **entry})
-        out["if"] = excess({"branch": 1.0, "loop": per, "loop_wide": -per, **entry})
     return {k: v for k, v in sorted(out.items()) if v is not None}
 
 

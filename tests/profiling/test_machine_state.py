@@ -261,6 +261,16 @@ def test_a_steady_check_judges_the_first_batches_then_the_run_so_far():
     msg = str(exc.value)
     assert "over its 8 batches" in msg and "1.34x as long" in msg
     assert f"past {UNSTEADY_SPREAD:g}x" in msg and "nothing was written" in msg
+    # one run's measurements, growing a batch at a time (as measure calls it): the check reads
+    # each batch once and comes to the same verdict at the same batch
+    grown, every = _batches([]), _batches(swung).batches
+    run = steady_check(STEADY_LIMIT, batches=5)
+    for n in range(1, len(every)):
+        grown.batches.append(every[n - 1])
+        run(grown)
+    grown.batches.append(every[-1])
+    with pytest.raises(UnsteadyMachineError, match="over its 8 batches"):
+        run(grown)
     # the limits are the caller's: the same batches pass looser ones
     steady_check(1.6, batches=5)(_batches(unsteady[:5]))
     steady_check(STEADY_LIMIT, batches=5, run_limit=1.4)(_batches(swung))
