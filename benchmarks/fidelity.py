@@ -240,7 +240,7 @@ def predictor_models(
 def predictor_mode(args: argparse.Namespace) -> int:
     from edgepart.cost.estimate import estimate_model
     from edgepart.cost.predictor import load_predictor
-    from edgepart.profiling.shape_resolution import needs_resolution, resolved_subgraph
+    from edgepart.profiling.shape_resolution import needs_run, resolve
     from edgepart.profiling.whole import measure_models
     from edgepart.tflite.reader import read_model
 
@@ -273,12 +273,13 @@ def predictor_mode(args: argparse.Namespace) -> int:
         model = read_model(path)
         content = path.read_bytes()
         try:
-            sg = None
-            if needs_resolution(model.main) or shapes:
-                sg = resolved_subgraph(model, content, shapes)
-            for e in estimate_model(model, pred, sg=sg):
+            sg, trips = None, None
+            if needs_run(model) or shapes:  # the shapes and loop counts of the timed inputs
+                res = resolve(model, content, shapes)
+                sg, trips = res.subgraph, res.trips
+            for e in estimate_model(model, pred, sg=sg, trips=trips):
                 preds[(name, e.config)] = e.seconds
-            for e in estimate_model(model, base, sg=sg) if base is not None else []:
+            for e in estimate_model(model, base, sg=sg, trips=trips) if base is not None else []:
                 base_preds[(name, e.config)] = e.seconds
         except Exception as err:
             print(f"{name}: cannot predict ({type(err).__name__}: {err})")

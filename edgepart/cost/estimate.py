@@ -13,7 +13,7 @@ kernels for what it refuses), ``builtin`` (``--use_xnnpack=false``), and acceler
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from edgepart.cost.kernels import Kernels, decompose
 from edgepart.cost.predictor import ConfigPredictor, ModelEstimate, Predictor
@@ -28,6 +28,7 @@ def estimate_config(
     *,
     sg: Subgraph | None = None,
     kernels: Kernels | None = None,
+    trips: Mapping[int, float] | None = None,
 ) -> ModelEstimate:
     """The model's main subgraph on one predictor configuration.
 
@@ -41,8 +42,11 @@ def estimate_config(
         The main subgraph with resolved shapes (for models whose shapes depend on inputs).
     kernels
         Precomputed kernels for this configuration's executor.
+    trips
+        Iterations of the main subgraph's ``WHILE`` ops whose count depends on the inputs, as
+        counted in a run (:func:`edgepart.profiling.shape_resolution.resolve`).
     """
-    k = kernels if kernels is not None else decompose(model, cp.executor, sg=sg)
+    k = kernels if kernels is not None else decompose(model, cp.executor, sg=sg, trips=trips)
     return cp.model_seconds(k)
 
 
@@ -52,8 +56,10 @@ def estimate_model(
     *,
     configs: Sequence[str] | None = None,
     sg: Subgraph | None = None,
+    trips: Mapping[int, float] | None = None,
 ) -> list[ModelEstimate]:
-    """The model on every configuration of ``predictor`` (or the named ones), in name order.
+    """The model on every configuration of ``predictor`` (or the named ones), in name order
+    (``sg``, ``trips``: as for :func:`estimate_config`).
 
     Kernels are found once per executor and reused across thread counts.
     """
@@ -64,6 +70,6 @@ def estimate_model(
         cp = predictor.configs[name]
         k = cache.get(cp.executor)
         if k is None:
-            k = cache[cp.executor] = decompose(model, cp.executor, sg=sg)
+            k = cache[cp.executor] = decompose(model, cp.executor, sg=sg, trips=trips)
         out.append(cp.model_seconds(k))
     return out

@@ -104,6 +104,7 @@ __all__ = [
     "after_dynamic_quantization",
     "class_of_op",
     "decompose",
+    "uncounted_loops",
 ]
 
 EXECUTORS = ("xnnpack", "builtin", "gpu", "nnapi", "hexagon", "npu", "edgetpu")
@@ -348,6 +349,7 @@ def decompose(
     partitions: dict[str, int] | None = None,
     ctx_bytes: float | None = None,
     context: Mapping[str, Any] | None = None,
+    trips: Mapping[int, float] | None = None,
     _stack: frozenset[int] = frozenset(),
 ) -> Kernels:
     """The kernels of ``model.subgraphs[subgraph]`` on ``executor`` (see the module docstring).
@@ -375,6 +377,11 @@ def decompose(
     context
         Delegate context for claiming (``android_api_level`` ...; a device profile's
         ``context``).
+    trips
+        Iterations of this subgraph's ``WHILE`` ops (op index to count) as counted in a run
+        (:func:`edgepart.profiling.shape_resolution.resolve`), for loops whose count the
+        model does not fix (:func:`uncounted_loops`); other loops: a constant bound in the
+        condition, else one iteration.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {list(EXECUTORS)}")
@@ -507,7 +514,10 @@ def decompose(
             feats[k] = _recurrent_as_fc(feats[k])
             repeat[k] = float(feats[k, F["steps"]])
         else:
-            sub, mult, note = _control_flow(model, sg, h, name, executor, ctx_bytes, _stack)
+            counted = (trips or {}).get(h)
+            sub, mult, note = _control_flow(
+                model, sg, h, name, executor, ctx_bytes, _stack, counted
+            )
             for kk, mm in sub:
                 calls.append((k, kk, mm * mult))
             if note:
@@ -1092,8 +1102,10 @@ def _control_flow(
     executor: str,
     ctx_bytes: float,
     stack: frozenset[int],
+    counted: float | None = None,
 ) -> tuple[list[tuple[Kernels, float]], float, str]:
-    """Kernels of the subgraphs a control-flow op calls, with their multipliers."""
+    """Kernels of the subgraphs a control-flow op calls, with their multipliers (a ``WHILE``'s
+    iterations: ``counted`` in a run if given, else :func:`_trip_count`)."""
     refs = sg.op(op).subgraph_refs
     if not refs or any(r in stack or r >= len(model.subgraphs) for r in refs):
         return [], 1.0, f"op {op} ({name}): called subgraphs unavailable; costed as nothing"
@@ -1116,9 +1128,27 @@ def _control_flow(
         note = "" if known else (
             f"op {op} (WHILE): trip count unknown, one iteration assumed"
         )  # fmt: skip
+        if counted is not None and not known:
+            trips = float(counted)
+            note = (f"op {op} (WHILE): {counted:g} iteration{'s' * (counted != 1)}, as counted "
+                    "in a run on seeded inputs (the count depends on the inputs)")  # fmt: skip
         cond_body = [(subs[0], trips + 1.0)] + [(s, trips) for s in subs[1:]]
         return cond_body, 1.0, note
     return [(s, 1.0) for s in subs], 1.0, ""
+
+
+def uncounted_loops(model: Model, subgraph: int = 0) -> list[int]:
+    """The ``WHILE`` ops of a subgraph whose trip count the model does not fix (no constant
+    bound in the condition, :func:`_trip_count`): their count depends on the inputs."""
+    sg = model.subgraphs[subgraph]
+    out = []
+    for i in range(sg.num_ops):
+        refs = sg.op(i).subgraph_refs
+        if sg.op_name(i) != "WHILE" or not refs or any(r >= len(model.subgraphs) for r in refs):
+            continue
+        if not _trip_count(model, refs)[1]:
+            out.append(i)
+    return out
 
 
 def _trip_count(model: Model, refs: tuple[int, ...]) -> tuple[float, bool]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from edgepart.cost.estimate import estimate_model
 from edgepart.cost.hardware import hardware_from_profile
-from edgepart.cost.kernels import KERNEL_CLASSES
+from edgepart.cost.kernels import KERNEL_CLASSES, uncounted_loops
 from edgepart.cost.predicted_costs import executor_of
 from edgepart.cost.predictor import (
     BASIS,
@@ -31,8 +31,9 @@ from edgepart.cost.predictor import (
     load_predictor,
 )
 from edgepart.devices.profile import load_profile
-from edgepart.errors import UsageError
+from edgepart.errors import RuntimeBackendError, UsageError
 from edgepart.ir.shapes import apply_input_shapes, has_dynamic_dims
+from edgepart.profiling.shape_resolution import resolve
 from edgepart.tflite.edgetpu import EDGETPU_OP
 from edgepart.tflite.reader import read_model
 
@@ -178,7 +179,13 @@ def estimate_file(
     # tensor on the corpora), the same the partitioner and the profiler use
     model = apply_input_shapes(raw, input_shapes)
     resolved = has_dynamic_dims(raw)  # its dynamic dimensions got the sizes above
-    ests = estimate_model(model, pred, configs=configs)
+    trips: dict[int, float] = {}
+    if uncounted_loops(raw):  # loops as many times as its inputs say: count them in a run
+        try:
+            trips = resolve(raw, path.read_bytes(), input_shapes).trips
+        except (RuntimeBackendError, OSError):
+            trips = {}  # the estimate notes the loop's assumed single iteration
+    ests = estimate_model(model, pred, configs=configs, trips=trips)
     caveat = ""
     if pred.obtained == "estimated":
         caveat = (

@@ -176,3 +176,46 @@ def test_a_compiled_edge_tpu_program_is_not_estimated_as_cpu_work(real_models, c
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert "compiled Edge TPU program" in err[0] and "op 0" in err[0]
+
+
+def test_a_loop_whose_count_is_an_input_is_counted_in_a_run(corpus, tmp_path, monkeypatch, capsys):
+    from ai_edge_litert.interpreter import Interpreter
+
+    from edgepart.cost.kernels import uncounted_loops
+    from edgepart.profiling.shape_resolution import needs_run, resolve
+    from edgepart.profiling.timing import fill_inputs
+
+    path = corpus["while_loop"]  # while i < steps (an int32 input), i from 0 by 1
+    model, content = read_model(path), path.read_bytes()
+    assert uncounted_loops(model) == [1] and needs_run(model)
+    for seed in range(4):
+        it = Interpreter(model_path=str(path))
+        it.allocate_tensors()
+        fill_inputs(it, seed)
+        steps = next(int(it.get_tensor(d["index"])) for d in it.get_input_details()
+                     if "steps" in d["name"])  # fmt: skip
+        assert resolve(model, content, seed=seed).trips == {1: float(max(steps, 0))}
+    # each counted iteration runs the condition and the body once more (the toy predictor has
+    # no control-flow costs: their kernels alone)
+    pred = toy_predictor()
+    cp = pred.configs["builtin_1t"]
+    est = {n: estimate_model(model, pred, configs=["builtin_1t"], trips={1: n})[0]
+           for n in (0.0, 5.0)}  # fmt: skip
+    cond, body = (cp.kernel_seconds(called(model, j))[0].sum() for j in (0, 1))
+    assert est[5.0].seconds - est[0.0].seconds == pytest.approx(5 * (cond + body), rel=1e-9)
+    assert "op 1 (WHILE): 5 iterations, as counted in a run" in est[5.0].notes[0]
+    unknown = estimate_model(model, pred, configs=["builtin_1t"])[0]
+    assert "trip count unknown, one iteration assumed" in unknown.notes[0]
+    # the CLI counts them on the seeded inputs edgepart times models with (steps = 0 there)
+    monkeypatch.setenv("EDGEPART_HOST_PROFILE", str(host_files(tmp_path, pred)))
+    assert main(["estimate", str(path), "--profile", "host"]) == 0
+    assert "op 1 (WHILE): 0 iterations, as counted in a run on seeded inputs" in (
+        capsys.readouterr().out
+    )
+
+
+def called(model, j):
+    """The builtin kernels of the subgraph the main subgraph's op 1 calls ``j``-th."""
+    from edgepart.cost.kernels import decompose
+
+    return decompose(model, "builtin", subgraph=model.main.op(1).subgraph_refs[j])
