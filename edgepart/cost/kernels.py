@@ -522,6 +522,14 @@ def decompose(
                 calls.append((k, kk, mm * mult))
             if note:
                 notes.append(note)
+    for k in np.flatnonzero(hnames == "FULLY_CONNECTED").tolist() if nk else []:
+        w = [int(t) for t in sg.op_inputs.row(int(khead[k]))[1:2]]
+        if w and w[0] >= 0 and sg.tensor_sparsity[w[0]] is not None:
+            notes.append(
+                f"op {int(khead[k])} (FULLY_CONNECTED): sparse weights, priced as dense: no "
+                "sparse kernel is calibrated (LiteRT's sparse kernel took 0.4 to 1.6 times the "
+                "dense one's time, by density and size: docs/latency_predictors.md)"
+            )
     return Kernels(
         types=types,
         features=feats if nk else np.zeros((0, len(FEATURES))),

@@ -516,3 +516,17 @@ def test_the_hybrid_depthwise_conv_after_xnnpack_hybrid_conv_is_typed_by_the_pla
     given = decompose(m, "xnnpack", delegated=owner, partitions={"xnnpack": 1})
     assert given.types == k.types
     assert decompose(_hybrid_block(False), "builtin").types == ["tfl.conv_hy", "tfl.dwconv_hy"]
+
+
+@pytest.mark.parametrize("executor", ["xnnpack", "builtin"])
+def test_a_fully_connected_layer_on_sparse_weights_says_it_is_priced_as_dense(corpus, executor):
+    from edgepart.tflite.reader import read_model
+
+    # sparse_mlp: layer 2's weights are stored 1x4-block sparse and read by FULLY_CONNECTED
+    # itself (layer 1's go through DENSIFY: dense to the layer); XNNPACK leaves it to LiteRT
+    k = decompose(read_model(corpus["sparse_mlp"]), executor)
+    sparse = [n for n in k.notes if "sparse weights, priced as dense" in n]
+    assert len(sparse) == 1 and sparse[0].startswith("op 2 (FULLY_CONNECTED)")
+    assert k.types[k.op_kernel[2]] == "tfl.fc"
+    dense = decompose(read_model(corpus["mobilenet_v2"]), executor)
+    assert not [n for n in dense.notes if "sparse" in n]
