@@ -401,7 +401,9 @@ def estimate(
     delegate-node costs. Each figure has the band (10th to 90th percentile) the predictor's
     cross-validation gives, and the report says how the predictor was obtained (measured,
     calibrated from published figures, or estimated from the profile's specs). Models whose
-    shapes depend on their inputs get them from edgepart's shape propagation (as `partition` does).
+    shapes depend on their inputs get them from edgepart's shape propagation (as `partition` does);
+    a ``WHILE`` loop whose trip count depends on the inputs is counted in one untimed LiteRT run
+    on the seeded inputs edgepart times models with (the estimate's notes say so).
 
     Parameters
     ----------

@@ -21,6 +21,8 @@ def register(subparsers: Any) -> None:
         "NNAPI ...): its kernels, found with each executor's fusion rules, plus invocation "
         "and delegate-node costs. Each figure comes with the band (10th to 90th percentile) "
         "the predictor's cross-validation gives and says how the predictor was obtained. "
+        "A WHILE loop whose trip count is an input is counted in one untimed run on seeded "
+        "inputs (a note says how many). "
         "`--profile host` uses this machine's calibration (`edgepart calibrate --host`).",
     )
     p.add_argument("model", help="path to a .tflite file")

@@ -59,10 +59,11 @@ its contiguous runs, and those of LiteRT's builtin ``STRIDED_SLICE``, which move
 at a time, its elements.
 
 Control flow: ``IF`` costs its dearer branch, ``WHILE`` its condition and body once per
-iteration (the trip count is read from the loop when it is a constant bound, else one
-iteration is assumed and the kernel is flagged), ``CALL_ONCE`` nothing after the first
-invocation. A recurrent op (``LSTM`` ...) is one ``rnn`` kernel per time step (its matrix
-products, gates and state updates; features of the step's fully connected product). The audio
+iteration (the trip count is read from the loop when it is a constant bound, else taken as
+counted in a run when the caller gives it, ``trips``, else one iteration is assumed; the
+kernel is flagged either way), ``CALL_ONCE`` nothing after the first invocation. A
+recurrent op (``LSTM`` ...) is one ``rnn`` kernel per time step (its matrix products, gates
+and state updates; features of the step's fully connected product). The audio
 front-end ops are a class each (:data:`AUDIO_CLASSES`): ``fft`` (``RFFT2D``), and the custom
 ops LiteRT's builtin resolver ships, ``spectrogram`` (``AudioSpectrogram``: a windowed real
 FFT per frame) and ``mfcc`` (``Mfcc``: a mel filterbank and a DCT per frame), each with an
@@ -527,7 +528,7 @@ def decompose(
         if w and w[0] >= 0 and sg.tensor_sparsity[w[0]] is not None:
             notes.append(
                 f"op {int(khead[k])} (FULLY_CONNECTED): sparse weights, priced as dense: no "
-                "sparse kernel is calibrated (LiteRT's sparse kernel took 0.4 to 1.6 times the "
+                "sparse kernel is calibrated (LiteRT's sparse kernel took 0.3 to 1.6 times the "
                 "dense one's time, by density and size: docs/latency_predictors.md)"
             )
     return Kernels(
