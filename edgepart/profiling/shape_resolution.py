@@ -51,8 +51,9 @@ class Resolution:
     """What one untimed run of a model tells a prediction of it.
 
     ``subgraph``: the main subgraph with the shapes LiteRT resolved; ``trips``: per main
-    subgraph ``WHILE`` op whose count depends on the inputs (:func:`~edgepart.cost.kernels.
-    uncounted_loops`), its iterations in the run, where a counter shows them.
+    subgraph ``WHILE`` op whose count depends on the inputs
+    (:func:`~edgepart.cost.kernels.uncounted_loops`), its iterations in the run, where a
+    counter shows them.
     """
 
     subgraph: Subgraph
@@ -157,7 +158,10 @@ def _loop_trips(model: Model, it: Any) -> dict[int, float]:
     sg = model.main
     out: dict[int, float] = {}
     for op in uncounted_loops(model):
-        body = model.subgraphs[sg.op(op).subgraph_refs[1]]
+        refs = sg.op(op).subgraph_refs
+        if len(refs) < 2:  # a WHILE names its condition and its body
+            continue
+        body = model.subgraphs[refs[1]]
         ins = [int(t) for t in sg.op_inputs.row(op)]
         outs = [int(t) for t in sg.op_outputs.row(op)]
         for j, step in _counters(body):
