@@ -1150,12 +1150,12 @@ def uncounted_loops(model: Model, subgraph: int = 0) -> list[int]:
     """The ``WHILE`` ops of a subgraph whose trip count the model does not fix (no constant
     bound in the condition, :func:`_trip_count`): their count depends on the inputs."""
     sg = model.subgraphs[subgraph]
+    codes = [k for k, c in enumerate(sg.opcodes) if c.name == "WHILE"]
     out = []
-    for i in range(sg.num_ops):
+    # the WHILE ops by their code first: a view of every op costs 25 us (2.5 s at 100,000 ops)
+    for i in np.flatnonzero(np.isin(sg.op_opcode, codes)).tolist() if codes else []:
         refs = sg.op(i).subgraph_refs
-        if sg.op_name(i) != "WHILE" or not refs or any(r >= len(model.subgraphs) for r in refs):
-            continue
-        if not _trip_count(model, refs)[1]:
+        if refs and all(r < len(model.subgraphs) for r in refs) and not _trip_count(model, refs)[1]:
             out.append(i)
     return out
 
